@@ -1,0 +1,82 @@
+"""The shape every LDP protocol has: rounds, a client step and a server step."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .types import NodeView, PrivacyReport, Release, Report
+
+
+@dataclass(frozen=True)
+class CuratorView:
+    """What the server legitimately knows: sizes, the public feature domain and, only when a
+    protocol declares features public (edge-LDP-only settings), the feature matrix."""
+
+    num_nodes: int
+    num_features: int
+    feature_domain: tuple[float, float] = (0.0, 1.0)
+    public_features: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ReportSchema:
+    """What a round's report must contain; the server validates replies against it."""
+
+    adjacency: bool = True
+    features: bool = False
+    extras: tuple[str, ...] = ()
+
+
+@dataclass
+class RoundResult:
+    """The reports of one round, keyed by node id, with the ids that sent none (or a bad one)."""
+
+    reports: dict[int, Report]
+    missing: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+class LdpProtocol(ABC):
+    """A local-DP protocol: ``rounds`` rounds of client steps, each followed by a server step.
+
+    The server step of the last round returns a :class:`Release`; earlier ones return the
+    message (a flat dict) sent to the nodes with the next round. A protocol is rebuilt on the
+    client from :meth:`config`, so everything a client step needs must be in it.
+    """
+
+    name: str = ""
+    rounds: int = 1
+    #: True for protocols that upload raw data (only to a curator the node trusts).
+    raw_upload: bool = False
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """The protocol's public parameters as a flat dict (name included)."""
+
+    @abstractmethod
+    def round_epsilon(self, round_: int) -> float:
+        """The ε a node spends in this round (what its budget is charged)."""
+
+    @abstractmethod
+    def schema(self, round_: int) -> ReportSchema:
+        """What the report of this round carries."""
+
+    @abstractmethod
+    def client_step(
+        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
+    ) -> Report:
+        """One node's report for this round, from its own view and random streams only."""
+
+    @abstractmethod
+    def server_step(
+        self, round_: int, result: RoundResult, curator: CuratorView, seed: int
+    ) -> dict[str, Any] | Release:
+        """Turn the round's reports into the next message, or into the release."""
+
+    @abstractmethod
+    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
+        """What one node's participation costs, from the accountant (``num_features`` lets
+        the report state vector-level figures)."""

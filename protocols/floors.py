@@ -1,0 +1,119 @@
+"""The two reference points every figure carries: the non-private graph and the feature-only
+floor (an MLP on the features a protocol gives the server, with no edges at all)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .accounting import ACCOUNTANT, bit_part
+from .assemble import adjacency_reports, feature_reports
+from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from .graph import canonical_edges
+from .mechanisms import OneBit
+from .rng import FEATURES, node_rng
+from .types import NodeView, PrivacyReport, Release, Report
+
+
+class NonPrivate(LdpProtocol):
+    """``none``: nodes upload their true row and features (ε = ∞). Only nodes that trust the
+    curator take part; the release is the original graph (the upper bound in every figure)."""
+
+    name = "none"
+    raw_upload = True
+
+    def config(self) -> dict[str, Any]:
+        return {"protocol": self.name}
+
+    def round_epsilon(self, round_: int) -> float:
+        return math.inf
+
+    def schema(self, round_: int) -> ReportSchema:
+        return ReportSchema(adjacency=True, features=True)
+
+    def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
+        feats = np.asarray(view.features)
+        if feats.dtype != np.uint8 and np.isin(feats, (0, 1)).all():
+            feats = feats.astype(np.uint8)
+        elif feats.dtype != np.uint8:
+            feats = feats.astype(np.float32)
+        return Report(view.node_id, round_, view.num_nodes,
+                      np.asarray(view.neighbors, dtype=np.int32), feats)
+
+    def server_step(self, round_: int, result: RoundResult, curator: CuratorView,
+                    seed: int) -> Release:
+        n, d = curator.num_nodes, curator.num_features
+        reported, _ = adjacency_reports(result.reports, n)
+        coo = reported.tocoo()
+        edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
+        dtype = np.uint8
+        if any(r.features is not None and r.features.dtype != np.uint8
+               for r in result.reports.values()):
+            dtype = np.float32
+        x, _ = feature_reports(result.reports, n, d, dtype=dtype)
+        return Release(edges=edges, x=x, privacy=self.privacy_report(d),
+                       stats={"adjacency_reports": len(result.reports)})
+
+    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
+        return PrivacyReport(
+            protocol=self.name, unit="none (raw data to a trusted curator)", epsilon=math.inf,
+            delta=1.0, accountant="none", notes=["No privacy: the non-private upper bound."],
+        )
+
+
+class FeaturesOnly(LdpProtocol):
+    """``features-only``: the MLP floor. Nodes send only their 1-bit-perturbed features with
+    ε_f = feature_share·ε (what HoGS spends on features at the same ε and split); the release
+    has no edges."""
+
+    name = "features-only"
+
+    def __init__(self, epsilon: float, feature_share: float = 0.5) -> None:
+        if not math.isfinite(epsilon) or epsilon <= 0:
+            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+        if not 0.0 < feature_share <= 1.0:
+            raise ValueError(f"feature share must be in (0, 1], got {feature_share}")
+        self.epsilon = float(epsilon)
+        self.feature_share = float(feature_share)
+
+    @property
+    def eps_features(self) -> float:
+        return self.epsilon * self.feature_share
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> FeaturesOnly:
+        return cls(float(cfg["epsilon"]), float(cfg.get("feature_share", 0.5)))
+
+    def config(self) -> dict[str, Any]:
+        return {"protocol": self.name, "epsilon": self.epsilon,
+                "feature_share": self.feature_share}
+
+    def round_epsilon(self, round_: int) -> float:
+        return self.eps_features
+
+    def schema(self, round_: int) -> ReportSchema:
+        return ReportSchema(adjacency=False, features=True)
+
+    def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
+        mech = OneBit(self.eps_features, view.feature_domain)
+        feats = mech.perturb(view.features, node_rng(seed, view.node_id, round_, FEATURES))
+        return Report(view.node_id, round_, view.num_nodes, None, feats)
+
+    def server_step(self, round_: int, result: RoundResult, curator: CuratorView,
+                    seed: int) -> Release:
+        x, observed = feature_reports(result.reports, curator.num_nodes, curator.num_features)
+        return Release(edges=np.zeros((0, 2), dtype=np.int64), x=x,
+                       privacy=self.privacy_report(curator.num_features),
+                       stats={"feature_reports": int(observed.sum())})
+
+    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
+        part = bit_part("features", "one feature bit (feature LDP)", self.eps_features,
+                        num_features)
+        return PrivacyReport(
+            protocol=self.name, unit="one feature bit of a node (feature LDP); no edges sent",
+            epsilon=part["epsilon"], delta=0.0, accountant=ACCOUNTANT, parts=[part],
+            paper_epsilon=self.eps_features,
+            notes=["Feature-only floor: an MLP on the perturbed features, no graph."],
+        )

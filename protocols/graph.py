@@ -1,0 +1,94 @@
+"""The in-memory graph every part of ldpgraph passes around (numpy/scipy only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class Graph:
+    """An undirected simple graph with node features and labels.
+
+    ``edges`` holds each undirected edge once as a row ``(u, v)`` with ``u < v``, sorted
+    lexicographically, so two graphs with the same edge set have byte-identical arrays.
+    ``x`` is the dense ``n x d`` feature matrix (uint8 for binary features, float32 otherwise);
+    ``feature_domain`` is the public range ``[alpha, beta]`` every feature lies in.
+    """
+
+    name: str
+    edges: np.ndarray  # int64 [m, 2], u < v, sorted, unique
+    x: np.ndarray  # [n, d]
+    y: np.ndarray  # int64 [n]
+    feature_domain: tuple[float, float] = (0.0, 1.0)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges.shape[0])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.y.max()) + 1 if self.y.size else 0
+
+    def adjacency(self) -> sp.csr_matrix:
+        """Symmetric CSR adjacency (sorted indices), built once and cached."""
+        cached = self.meta.get("_adj")
+        if cached is None:
+            cached = edges_to_csr(self.edges, self.num_nodes)
+            self.meta["_adj"] = cached
+        return cached
+
+    def neighbors(self, node: int) -> np.ndarray:
+        adj = self.adjacency()
+        return adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
+
+    def degrees(self) -> np.ndarray:
+        return np.diff(self.adjacency().indptr)
+
+    def edge_index(self) -> np.ndarray:
+        """Both directions, as PyG wants it: int64 [2, 2m]."""
+        if self.num_edges == 0:
+            return np.zeros((2, 0), dtype=np.int64)
+        e = self.edges
+        return np.concatenate([e, e[:, ::-1]], axis=0).T.astype(np.int64, copy=True)
+
+    def is_binary(self) -> bool:
+        x = self.x
+        if x.dtype == np.uint8 or x.dtype == np.bool_:
+            return bool(x.size == 0 or x.max() <= 1)
+        return bool(np.isin(x, (0, 1)).all())
+
+
+def canonical_edges(pairs: np.ndarray, num_nodes: int) -> np.ndarray:
+    """Make an undirected, loop-free, deduplicated, sorted ``[m, 2]`` edge array with u < v."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= num_nodes):
+        raise ValueError(f"edge endpoint out of range [0, {num_nodes})")
+    u = np.minimum(pairs[:, 0], pairs[:, 1])
+    v = np.maximum(pairs[:, 0], pairs[:, 1])
+    keep = u != v
+    key = np.unique(u[keep] * num_nodes + v[keep])
+    return np.stack([key // num_nodes, key % num_nodes], axis=1).astype(np.int64)
+
+
+def edges_to_csr(edges: np.ndarray, num_nodes: int) -> sp.csr_matrix:
+    """Symmetric 0/1 CSR matrix with sorted column indices from canonical edges."""
+    if edges.size == 0:
+        return sp.csr_matrix((num_nodes, num_nodes), dtype=np.int8)
+    rows = np.concatenate([edges[:, 0], edges[:, 1]])
+    cols = np.concatenate([edges[:, 1], edges[:, 0]])
+    data = np.ones(rows.shape[0], dtype=np.int8)
+    adj = sp.csr_matrix((data, (rows, cols)), shape=(num_nodes, num_nodes))
+    adj.sort_indices()
+    return adj

@@ -1,0 +1,151 @@
+"""Cosine similarity of node feature vectors, for chosen pairs and as a threshold join.
+
+HoGS needs s_ij only for a sparse set of pairs (the reported ones) plus every pair whose
+similarity is above a threshold close to 1 (the (0,0) pairs). Both are computed without an
+n × n matrix. For 0/1 features the dot product is an exact popcount of packed bits, so s_ij is
+bit-identical to the dense reference ``(X @ X.T)[i, j] / (‖X_i‖ ‖X_j‖)`` in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+_PAIR_CHUNK = 1 << 18
+
+
+class FeatureRows:
+    """Feature rows prepared for many cosine evaluations.
+
+    Binary rows are packed into uint64 words (dot = popcount of AND); real rows are kept as
+    float64. ``norm`` is ``sqrt(sum x^2)`` in float64, as the dense reference computes it.
+    """
+
+    def __init__(self, x: np.ndarray) -> None:
+        x = np.asarray(x)
+        self.num_rows, self.dim = x.shape
+        self.binary = x.dtype == np.uint8 or x.dtype == np.bool_ or bool(np.isin(x, (0, 1)).all())
+        if self.binary:
+            xb = np.asarray(x, dtype=np.uint8)
+            packed = np.packbits(xb, axis=1)
+            pad = (-packed.shape[1]) % 8
+            if pad:
+                packed = np.pad(packed, ((0, 0), (0, pad)))
+            self.words = np.ascontiguousarray(packed).view(np.uint64)
+            self.counts = xb.sum(axis=1, dtype=np.int64)
+            self.norm = np.sqrt(self.counts.astype(np.float64))
+            self._csr = sp.csr_matrix(xb)
+        else:
+            self.dense = np.asarray(x, dtype=np.float64)
+            self.norm = np.sqrt(np.einsum("ij,ij->i", self.dense, self.dense))
+
+    def dots(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Dot products of rows i[k] and j[k] (float64), chunked over pairs."""
+        out = np.empty(i.shape[0], dtype=np.float64)
+        for start in range(0, i.shape[0], _PAIR_CHUNK):
+            a = i[start : start + _PAIR_CHUNK]
+            b = j[start : start + _PAIR_CHUNK]
+            if self.binary:
+                both = np.bitwise_and(self.words[a], self.words[b])
+                out[start : start + a.shape[0]] = np.bitwise_count(both).sum(axis=1)
+            else:
+                out[start : start + a.shape[0]] = np.einsum(
+                    "ij,ij->i", self.dense[a], self.dense[b]
+                )
+        return out
+
+    def cosine(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """s_ij for the given pairs; 0 where either vector is all-zero."""
+        i = np.asarray(i, dtype=np.int64)
+        j = np.asarray(j, dtype=np.int64)
+        dots = self.dots(i, j)
+        denom = self.norm[i] * self.norm[j]
+        out = np.zeros_like(dots)
+        ok = denom > 0
+        out[ok] = dots[ok] / denom[ok]
+        return out
+
+    def threshold_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair i < j whose cosine may reach ``t`` (a superset, to be verified by caller).
+
+        Binary rows use prefix filtering: with the columns ordered rarest first, two sets with
+        cosine ≥ t share at least ceil(t²·max(c_i, c_j)) elements, so their prefixes of length
+        c − ceil(t²c) + 1 must intersect; a size filter c_j ∈ [t²c_i, c_i/t²] prunes the rest.
+        Real rows use blockwise products. Returns no pairs when t > 1.
+        """
+        if t > 1.0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        t = max(float(t), 0.0)
+        if self.binary:
+            i, j = self._prefix_join(t)
+        else:
+            i, j = self._block_join(t)
+        if i.size:
+            s = self.cosine(i, j)
+            keep = s >= t - 1e-9
+            i, j = i[keep], j[keep]
+        return i, j
+
+    def _prefix_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        csr = self._csr
+        counts = self.counts
+        if t <= 0.0:
+            # Every pair qualifies in principle; the caller verifies. Only sensible for small n.
+            nz = np.flatnonzero(counts)
+            iu, ju = np.triu_indices(nz.shape[0], k=1)
+            return nz[iu], nz[ju]
+        freq = np.asarray(csr.sum(axis=0)).ravel()
+        order = np.lexsort((np.arange(self.dim), freq))  # rarest first, ties by column id
+        rank = np.empty(self.dim, dtype=np.int64)
+        rank[order] = np.arange(self.dim)
+        t2 = t * t
+        alpha = np.maximum(1, np.ceil(t2 * counts - 1e-9).astype(np.int64))
+        prefix = np.clip(counts - alpha + 1, 0, counts)
+        rows = np.repeat(np.arange(self.num_rows), np.diff(csr.indptr))
+        ranks = rank[csr.indices]
+        # Sort each row's columns by rank, then keep its first `prefix` entries.
+        o = np.lexsort((ranks, rows))
+        rows, ranks = rows[o], ranks[o]
+        pos = np.arange(rows.shape[0]) - np.repeat(csr.indptr[:-1], np.diff(csr.indptr))
+        keep = pos < prefix[rows]
+        rows, ranks = rows[keep], ranks[keep]
+        o = np.lexsort((rows, ranks))
+        rows, ranks = rows[o], ranks[o]
+        bounds = np.flatnonzero(np.diff(ranks)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [ranks.shape[0]]])
+        sizes = ends - starts
+        pi: list[np.ndarray] = []
+        pj: list[np.ndarray] = []
+        for s0, g in zip(starts[sizes > 1], sizes[sizes > 1], strict=True):
+            members = rows[s0 : s0 + g]
+            a, b = np.triu_indices(g, k=1)
+            pi.append(members[a])
+            pj.append(members[b])
+        if not pi:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        i = np.concatenate(pi)
+        j = np.concatenate(pj)
+        ci, cj = counts[i], counts[j]
+        lo = np.minimum(ci, cj)
+        hi = np.maximum(ci, cj)
+        ok = lo >= t2 * hi - 1e-9
+        key = np.unique(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
+        return key // self.num_rows, key % self.num_rows
+
+    def _block_join(self, t: float, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+        x = self.dense
+        norm = self.norm
+        safe = np.where(norm > 0, norm, 1.0)
+        pi: list[np.ndarray] = []
+        pj: list[np.ndarray] = []
+        for start in range(0, self.num_rows, block):
+            stop = min(start + block, self.num_rows)
+            sims = (x[start:stop] @ x[start:].T) / np.outer(safe[start:stop], safe[start:])
+            sims[norm[start:stop] == 0] = 0.0
+            sims[:, norm[start:] == 0] = 0.0
+            a, b = np.nonzero(np.triu(sims >= t - 1e-9, k=1))
+            pi.append(a + start)
+            pj.append(b + start)
+        return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
+

@@ -1,0 +1,46 @@
+"""A literal O(n²) HoGS (Algorithms 2 and 3 of the paper), used only to check the sparse one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def dense_hogs(
+    bits: np.ndarray,
+    observed: np.ndarray,
+    x: np.ndarray,
+    p: float,
+    tau: float,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (P matrix, edges i<j with P ≥ τ, reconstructed features).
+
+    ``bits[i, j]`` is node i's reported bit about j; rows of nodes with ``observed[i] = False``
+    are ignored (the node did not reply): each observed bit multiplies the likelihoods by
+    (1−p or p) under an edge and (p or 1−p) under no edge, which for two observed bits is the
+    paper's Eqs. (7)–(8).
+    """
+    n = bits.shape[0]
+    xf = np.asarray(x, dtype=np.float64)
+    gram = xf @ xf.T
+    norm = np.sqrt((xf * xf).sum(axis=1))
+    denom = np.outer(norm, norm)
+    s = np.zeros((n, n))
+    np.divide(gram, denom, out=s, where=denom > 0)
+    q = 1.0 - p
+    l_edge = np.ones((n, n))
+    l_none = np.ones((n, n))
+    for a, b in ((bits, observed[:, None]), (bits.T, observed[None, :])):
+        l_edge = np.where(b, l_edge * np.where(a == 1, q, p), l_edge)
+        l_none = np.where(b, l_none * np.where(a == 1, p, q), l_none)
+    prob = l_edge * s / (l_edge * s + l_none * (1 - s))
+    np.fill_diagonal(prob, 0.0)
+    iu, ju = np.nonzero(np.triu(prob >= tau, k=1))
+    edges = np.stack([iu, ju], axis=1).astype(np.int64)
+    w = np.where(prob >= 0.5, prob, 0.0)
+    total = w.sum(axis=1)
+    out = xf.copy()
+    for _ in range(steps):
+        agg = w @ out
+        out = np.where(total[:, None] > 0, agg / np.where(total > 0, total, 1)[:, None], out)
+    return prob, edges, out.astype(np.float32)
