@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -86,3 +87,14 @@ class Release:
     @property
     def num_edges(self) -> int:
         return int(self.edges.shape[0])
+
+    def fingerprint(self) -> str:
+        """sha256 of the synthetic graph: sorted edge list (int64) and feature matrix bytes,
+        with shapes and dtype, so two runs can be compared exactly."""
+        h = hashlib.sha256()
+        edges = np.ascontiguousarray(self.edges, dtype="<i8")
+        x = np.ascontiguousarray(self.x)
+        h.update(f"edges{edges.shape};x{x.shape}{x.dtype.str};".encode())
+        h.update(edges.tobytes())
+        h.update(x.tobytes())
+        return h.hexdigest()

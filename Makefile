@@ -1,0 +1,46 @@
+# ldpgraph: `make run` runs the default HoGS experiment, `make test` runs the test suite.
+# Both create .venv when missing and install into it; torch is pinned by constraints.txt
+# (an unpinned torch would pull several GB of CUDA wheels).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+DATA   ?= $(if $(LDPGRAPH_DATA),$(LDPGRAPH_DATA),$(abspath ../shared/datasets))
+RUN_ARGS ?= --dataset cora --protocol hogs --epsilon 8 --seed 0
+
+export LDPGRAPH_DATA := $(DATA)
+export FLWR_TELEMETRY_ENABLED := 0
+
+.PHONY: run test install install-test lint bench clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q -c constraints.txt -e ".[test,plots]"
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+run: $(VENV)/.installed
+	$(VENV)/bin/ldpgraph run $(RUN_ARGS)
+
+test: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/bench_hogs.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

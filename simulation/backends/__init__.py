@@ -1,0 +1,1 @@
+"""Collection backends: how the nodes' reports reach the server (all give the same reports)."""

@@ -1,0 +1,199 @@
+"""The ``ldpgraph`` command: ``run`` one experiment, list ``datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import fields
+from typing import Any
+
+from ldpgraph.protocols.registry import PROTOCOLS
+
+from .config import BACKENDS, MODELS, ConfigError, RunConfig
+
+HELP = {
+    "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
+    "dataset": "dataset name (see `ldpgraph datasets`), or a synthetic spec such as "
+    "'synthetic:n=2000,classes=4,homophily=0.9'",
+    "epsilon": "total privacy budget ε per node (ε_a + ε_f)",
+    "feature_share": "share of ε spent on features (the paper's δ): ε_f = share·ε, "
+    "ε_a = (1 − share)·ε",
+    "tau": "edge threshold τ on the posterior P_ij, in (0, 1]",
+    "steps": "feature reconstruction steps l (0 keeps the noisy features)",
+    "model": "GNN trained on the release: " + ", ".join(MODELS),
+    "lr": "Adam learning rate",
+    "dropout": "dropout after the first layer",
+    "weight_decay": "Adam weight decay",
+    "epochs": "training epochs (the epoch with the best validation accuracy is kept)",
+    "hidden": "hidden units",
+    "seed": "run seed: every random draw derives from it",
+    "train_split": "fraction of nodes for training",
+    "val_split": "fraction of nodes for validation (the rest is the test set)",
+    "data_root": "offline dataset mirror (default: $LDPGRAPH_DATA, else download)",
+    "backend": "how reports are collected: " + ", ".join(BACKENDS),
+    "device": "training device: auto, cpu, cuda",
+}
+
+
+class UserError(Exception):
+    pass
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run", help="run one experiment",
+        description="Collect every node's LDP report, reconstruct a synthetic graph, train a GNN "
+        "on it and evaluate on the true test labels.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    defaults = RunConfig()
+    for f in fields(RunConfig):
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        kind = type(default)
+        extra: dict[str, Any] = {}
+        if f.name == "model":
+            extra["choices"] = MODELS
+        if f.name == "backend":
+            extra["choices"] = BACKENDS
+        p.add_argument(flag, type=kind if kind is not bool else None, default=default,
+                       help=HELP.get(f.name, ""), **extra)
+    p.add_argument("--split", type=str, default=None,
+                   help="train/val fractions as 'TRAIN,VAL', e.g. 0.5,0.25 (overrides the two)")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+
+
+def _add_datasets(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "datasets", help="list datasets, their statistics and offline availability",
+        description="List the registered datasets. Statistics of datasets available offline "
+        "are measured by loading them (cached after the first time).",
+    )
+    p.add_argument("--data-root", default=None, help=HELP["data_root"])
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-measure", action="store_true",
+                   help="only show the documented statistics; load nothing")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ldpgraph",
+        description="Private graph learning where every graph node is a client: local DP "
+        "(HoGS and baselines) and central DP under one harness.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(sub)
+    _add_datasets(sub)
+    return parser
+
+
+def _config_from_args(args: argparse.Namespace) -> RunConfig:
+    values = {f.name: getattr(args, f.name) for f in fields(RunConfig)}
+    if args.split:
+        try:
+            train, val = (float(v) for v in args.split.split(","))
+        except ValueError:
+            raise ConfigError(f"--split must be 'TRAIN,VAL', got {args.split!r}") from None
+        values["train_split"], values["val_split"] = train, val
+    return RunConfig.from_mapping(values)
+
+
+def _stage_printer(quiet: bool):
+    start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"[{time.perf_counter() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _config_from_args(args)
+    from .runner import run
+
+    result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
+    if args.json:
+        print(json.dumps(result, indent=2, default=_json_default))
+    else:
+        print(summary(result))
+    return 0
+
+
+def summary(result: dict[str, Any]) -> str:
+    c, acc, pr = result["config"], result["accuracy"], result["privacy"]
+    g = result["graph"]
+    lines = [
+        f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
+        f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
+        f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
+        f"(best epoch {result['training']['best_epoch']})",
+        f"  privacy       ε = {pr['epsilon']:.4g} per node ({pr['unit']}); accountant "
+        f"{pr['accountant']}",
+    ]
+    for part in pr["parts"]:
+        lines.append(f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}")
+    lines += [
+        f"  graph         original {g['original']['nodes']} nodes / {g['original']['edges']} "
+        f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
+        "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in result["timings"].items()),
+        f"  fingerprint   {result['fingerprint']}",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from .datasets import dataset_catalog
+
+    rows = dataset_catalog(args.data_root, compute=not args.no_measure)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=_json_default))
+        return 0
+    print(f"{'name':<18}{'nodes':>8}{'edges':>9}{'feats':>7}{'cls':>5}  offline  description")
+    for r in rows:
+        st = r.get("measured") or r.get("expected") or {}
+        mark = "yes" if r.get("offline") else "no"
+        print(f"{r['name']:<18}{st.get('nodes', '?'):>8}{st.get('edges', '?'):>9}"
+              f"{st.get('features', '?'):>7}{st.get('classes', '?'):>5}  {mark:<7}  "
+              f"{r.get('description', '')}")
+    return 0
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, float) and math.isinf(obj):
+        return "inf"
+    return str(obj)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"run": cmd_run, "datasets": cmd_datasets}
+    try:
+        return handlers[args.command](args)
+    except KeyboardInterrupt:
+        print("ldpgraph: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, FileNotFoundError, UserError) as exc:
+        # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
+        if os.environ.get("LDPGRAPH_DEBUG"):
+            raise
+        print(f"ldpgraph: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

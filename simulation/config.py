@@ -1,0 +1,112 @@
+"""One configuration schema for ``ldpgraph run``, ``[tool.flwr.app.config]`` and sweep files.
+
+Keys are written with hyphens on the command line and in TOML (``feature-share``) and with
+underscores in Python; :meth:`RunConfig.from_mapping` accepts both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ldpgraph.protocols.registry import PROTOCOLS
+
+MODELS = ("gcn", "sage", "gat", "mlp")
+BACKENDS = ("local", "flower")
+
+
+class ConfigError(ValueError):
+    """A bad run configuration; the message is meant for the user, one line."""
+
+
+@dataclass
+class RunConfig:
+    protocol: str = "hogs"
+    dataset: str = "cora"
+    epsilon: float = 8.0
+    feature_share: float = 0.5
+    tau: float = 0.5
+    steps: int = 1
+    model: str = "gcn"
+    lr: float = 0.01
+    dropout: float = 0.5
+    weight_decay: float = 5e-4
+    epochs: int = 300
+    hidden: int = 16
+    seed: int = 0
+    train_split: float = 0.5
+    val_split: float = 0.25
+    data_root: str = ""
+    backend: str = "local"
+    device: str = "auto"
+
+    def validate(self) -> RunConfig:
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(
+                f"unknown protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOLS)}"
+            )
+        if self.model not in MODELS:
+            raise ConfigError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(
+                f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}"
+            )
+        _finite_positive("epsilon", self.epsilon)
+        _finite_positive("lr", self.lr)
+        if not 0.0 < self.tau <= 1.0:
+            raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
+        if self.protocol in ("hogs", "features-only") and not 0.0 < self.feature_share < 1.0:
+            if not (self.protocol == "features-only" and self.feature_share == 1.0):
+                raise ConfigError(f"feature-share must be in (0, 1), got {self.feature_share}")
+        for name in ("train_split", "val_split"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and 0.0 <= v <= 1.0):
+                raise ConfigError(f"{name.replace('_', '-')} must be in [0, 1], got {v}")
+        if self.train_split + self.val_split > 1.0 + 1e-12:
+            raise ConfigError("train-split + val-split must not exceed 1")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.weight_decay < 0 or not math.isfinite(self.weight_decay):
+            raise ConfigError(f"weight-decay must be >= 0, got {self.weight_decay}")
+        for name in ("epochs", "hidden"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1")
+        if self.steps < 0:
+            raise ConfigError(f"steps (l) must be >= 0, got {self.steps}")
+        if self.seed < 0:
+            raise ConfigError(f"seed must be >= 0, got {self.seed}")
+        return self
+
+    def protocol_params(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "feature_share": self.feature_share, "tau": self.tau,
+                "steps": self.steps}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_flwr(self) -> dict[str, Any]:
+        """The same keys, hyphenated, as Flower's run config wants them."""
+        return {k.replace("_", "-"): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> RunConfig:
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            name = key.replace("-", "_")
+            if name not in known:
+                raise ConfigError(f"unknown configuration key {key!r}")
+            kind = type(getattr(cls(), name))
+            try:
+                if kind is int and isinstance(value, float) and not value.is_integer():
+                    raise ValueError
+                kwargs[name] = kind(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{key} must be of type {kind.__name__}, got {value!r}") from None
+        return cls(**kwargs).validate()
+
+
+def _finite_positive(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a finite number > 0, got {value}")

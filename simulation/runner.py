@@ -1,0 +1,117 @@
+"""One run end to end: dataset → split → collect → reconstruct → train → evaluate → record."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from ldpgraph.protocols.base import CuratorView
+from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.types import Release
+
+from .config import RunConfig
+from .datasets import load_dataset
+from .splits import make_split
+
+Stage = Callable[[str], None]
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("ldpgraph", "numpy", "scipy", "torch", "torch-geometric", "flwr", "ray",
+                "dp-accounting"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def curator_view(graph: Graph, public_features: bool) -> CuratorView:
+    return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain,
+                       graph.x if public_features else None)
+
+
+def collect_and_release(
+    config: RunConfig, graph: Graph, progress: Callable[[int], None] | None = None
+) -> tuple[Release, dict[str, float]]:
+    """Collect the reports with the configured backend and turn them into a release."""
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    curator = curator_view(graph, config.protocol == "hogs-edge")
+    if config.backend == "local":
+        from .backends.local import run_protocol
+
+        return run_protocol(protocol, graph, curator, config.seed, progress)
+    from .backends.flower import run_protocol as run_flower  # noqa: PLC0415
+
+    return run_flower(protocol, graph, curator, config, progress)
+
+
+def run(config: RunConfig, stage: Stage | None = None, show_progress: bool = False) -> dict[str, Any]:
+    """Run one experiment and return its result record (JSON-serialisable)."""
+    config.validate()
+    say = stage or (lambda _msg: None)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    say(f"loading {config.dataset}")
+    graph = load_dataset(config.dataset, config.data_root or None)
+    split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
+    timings["load"] = time.perf_counter() - t0
+
+    say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {config.backend})")
+    bar = _bar(graph.num_nodes, "nodes", show_progress)
+    release, t = collect_and_release(config, graph, bar.update if bar else None)
+    if bar:
+        bar.close()
+    timings.update(t)
+
+    say(f"training {config.model} on {release.num_nodes} nodes / {release.num_edges} edges")
+    from ldpgraph.server.training import TrainConfig, train_and_evaluate
+
+    tcfg = TrainConfig(model=config.model, lr=config.lr, weight_decay=config.weight_decay,
+                       dropout=config.dropout, epochs=config.epochs, hidden=config.hidden)
+    ebar = _bar(config.epochs, "epochs", show_progress)
+    t1 = time.perf_counter()
+    metrics = train_and_evaluate(
+        release.edges, release.x, graph.y, split, tcfg, config.seed,
+        device=None if config.device == "auto" else config.device,
+        edge_weight=release.edge_weight,
+        progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
+        num_classes=graph.num_classes,
+    )
+    if ebar:
+        ebar.close()
+    timings["train"] = time.perf_counter() - t1
+    timings["total"] = time.perf_counter() - t0
+    return {
+        "config": config.to_dict(),
+        "accuracy": {"val": metrics["val_acc"], "test": metrics["test_acc"],
+                     "train": metrics["train_acc"]},
+        "training": {k: metrics[k] for k in ("best_epoch", "epochs_run", "device")},
+        "privacy": release.privacy.to_dict(),
+        "graph": {
+            "original": {"nodes": graph.num_nodes, "edges": graph.num_edges,
+                         "features": graph.num_features, "classes": graph.num_classes},
+            "synthetic": {"nodes": release.num_nodes, "edges": release.num_edges,
+                          "features": int(release.x.shape[1])},
+        },
+        "release": release.stats,
+        "fingerprint": release.fingerprint(),
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "versions": versions(),
+        "command": " ".join(sys.argv),
+    }
+
+
+def _bar(total: int, unit: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, leave=False, file=sys.stderr, mininterval=0.5,
+                dynamic_ncols=True)
