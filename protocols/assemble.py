@@ -8,7 +8,9 @@ import scipy.sparse as sp
 from .types import Report
 
 
-def adjacency_reports(reports: dict[int, Report], num_nodes: int) -> tuple[sp.csr_matrix, np.ndarray]:
+def adjacency_reports(
+    reports: dict[int, Report], num_nodes: int
+) -> tuple[sp.csr_matrix, np.ndarray]:
     """CSR matrix R with R[i, j] = 1 iff node i reported bit j as 1, and the mask of nodes
     whose adjacency report is present (a missing node's row is empty and marked False)."""
     observed = np.zeros(num_nodes, dtype=bool)

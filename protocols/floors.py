@@ -39,27 +39,38 @@ class NonPrivate(LdpProtocol):
             feats = feats.astype(np.uint8)
         elif feats.dtype != np.uint8:
             feats = feats.astype(np.float32)
-        return Report(view.node_id, round_, view.num_nodes,
-                      np.asarray(view.neighbors, dtype=np.int32), feats)
+        return Report(
+            view.node_id, round_, view.num_nodes, np.asarray(view.neighbors, dtype=np.int32), feats
+        )
 
-    def server_step(self, round_: int, result: RoundResult, curator: CuratorView,
-                    seed: int) -> Release:
+    def server_step(
+        self, round_: int, result: RoundResult, curator: CuratorView, seed: int
+    ) -> Release:
         n, d = curator.num_nodes, curator.num_features
         reported, _ = adjacency_reports(result.reports, n)
         coo = reported.tocoo()
         edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
         dtype = np.uint8
-        if any(r.features is not None and r.features.dtype != np.uint8
-               for r in result.reports.values()):
+        if any(
+            r.features is not None and r.features.dtype != np.uint8 for r in result.reports.values()
+        ):
             dtype = np.float32
         x, _ = feature_reports(result.reports, n, d, dtype=dtype)
-        return Release(edges=edges, x=x, privacy=self.privacy_report(d),
-                       stats={"adjacency_reports": len(result.reports)})
+        return Release(
+            edges=edges,
+            x=x,
+            privacy=self.privacy_report(d),
+            stats={"adjacency_reports": len(result.reports)},
+        )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         return PrivacyReport(
-            protocol=self.name, unit="none (raw data to a trusted curator)", epsilon=math.inf,
-            delta=1.0, accountant="none", notes=["No privacy: the non-private upper bound."],
+            protocol=self.name,
+            unit="none (raw data to a trusted curator)",
+            epsilon=math.inf,
+            delta=1.0,
+            accountant="none",
+            notes=["No privacy: the non-private upper bound."],
         )
 
 
@@ -87,8 +98,7 @@ class FeaturesOnly(LdpProtocol):
         return cls(float(cfg["epsilon"]), float(cfg.get("feature_share", 0.5)))
 
     def config(self) -> dict[str, Any]:
-        return {"protocol": self.name, "epsilon": self.epsilon,
-                "feature_share": self.feature_share}
+        return {"protocol": self.name, "epsilon": self.epsilon, "feature_share": self.feature_share}
 
     def round_epsilon(self, round_: int) -> float:
         return self.eps_features
@@ -101,19 +111,28 @@ class FeaturesOnly(LdpProtocol):
         feats = mech.perturb(view.features, node_rng(seed, view.node_id, round_, FEATURES))
         return Report(view.node_id, round_, view.num_nodes, None, feats)
 
-    def server_step(self, round_: int, result: RoundResult, curator: CuratorView,
-                    seed: int) -> Release:
+    def server_step(
+        self, round_: int, result: RoundResult, curator: CuratorView, seed: int
+    ) -> Release:
         x, observed = feature_reports(result.reports, curator.num_nodes, curator.num_features)
-        return Release(edges=np.zeros((0, 2), dtype=np.int64), x=x,
-                       privacy=self.privacy_report(curator.num_features),
-                       stats={"feature_reports": int(observed.sum())})
+        return Release(
+            edges=np.zeros((0, 2), dtype=np.int64),
+            x=x,
+            privacy=self.privacy_report(curator.num_features),
+            stats={"feature_reports": int(observed.sum())},
+        )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        part = bit_part("features", "one feature bit (feature LDP)", self.eps_features,
-                        num_features)
+        part = bit_part(
+            "features", "one feature bit (feature LDP)", self.eps_features, num_features
+        )
         return PrivacyReport(
-            protocol=self.name, unit="one feature bit of a node (feature LDP); no edges sent",
-            epsilon=part["epsilon"], delta=0.0, accountant=ACCOUNTANT, parts=[part],
+            protocol=self.name,
+            unit="one feature bit of a node (feature LDP); no edges sent",
+            epsilon=part["epsilon"],
+            delta=0.0,
+            accountant=ACCOUNTANT,
+            parts=[part],
             paper_epsilon=self.eps_features,
             notes=["Feature-only floor: an MLP on the perturbed features, no graph."],
         )

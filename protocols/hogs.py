@@ -85,24 +85,39 @@ def reconstruct_topology(
     features: FeatureRows,
     p: float,
     threshold: float,
+    block_entries: int = 1 << 20,
 ) -> TopologyResult:
-    """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop)."""
+    """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop).
+
+    Pairs with a reported 1 are scored block by block of rows (memory: R, Rᵀ and one block);
+    pairs with none can only pass as near-duplicates and come from the similarity join.
+    """
     n = reported.shape[0]
-    # Pairs with at least one reported 1: count the 1s per unordered pair.
-    both = (reported + reported.T).tocoo()
-    upper = both.row < both.col
-    ri = both.row[upper].astype(np.int64)
-    rj = both.col[upper].astype(np.int64)
-    ones = both.data[upper].astype(np.int64)
-    nobs = observed[ri].astype(np.int64) + observed[rj]
-    s = features.cosine(ri, rj)
-    prob = posterior(s, ones, nobs - ones, p)
-    keep = prob >= threshold
-    parts_i, parts_j, parts_p = [ri[keep]], [rj[keep]], [prob[keep]]
-    reported_keys = ri * n + rj  # sorted: coo of a csr sum is row-major with sorted columns
-    order_ok = reported_keys.size < 2 or bool((np.diff(reported_keys) > 0).all())
-    if not order_ok:
-        reported_keys = np.sort(reported_keys)
+    reported = reported.tocsr()
+    reported.sort_indices()
+    transposed = reported.T.tocsr()
+    transposed.sort_indices()
+    parts_i: list[np.ndarray] = []
+    parts_j: list[np.ndarray] = []
+    parts_p: list[np.ndarray] = []
+    n_reported = 0
+    per_row = max(1.0, 2.0 * reported.nnz / max(n, 1))
+    rows_per_block = max(1, int(block_entries / per_row))
+    for a in range(0, n, rows_per_block):
+        b = min(n, a + rows_per_block)
+        blk = (reported[a:b] + transposed[a:b]).tocoo()
+        ri = blk.row.astype(np.int64) + a
+        rj = blk.col.astype(np.int64)
+        upper = rj > ri
+        ri, rj = ri[upper], rj[upper]
+        ones = blk.data[upper].astype(np.int64)
+        n_reported += ri.size
+        nobs = observed[ri].astype(np.int64) + observed[rj]
+        prob = posterior(features.cosine(ri, rj), ones, nobs - ones, p)
+        keep = prob >= threshold
+        parts_i.append(ri[keep])
+        parts_j.append(rj[keep])
+        parts_p.append(prob[keep])
 
     # Pairs with no reported 1 pass only if their features are near-duplicates.
     n_obs = int(observed.sum())
@@ -113,25 +128,51 @@ def reconstruct_topology(
     if n_obs >= 1 and n_miss >= 1:
         thresholds.append(similarity_threshold(threshold, 0, 1, p))
     joined = 0
+    candidates = []
     if thresholds:
-        ji, jj = features.threshold_join(min(thresholds))
-        joined += ji.size
-        _add_unreported(ji, jj, reported_keys, observed, features, p, threshold, n, parts_i,
-                        parts_j, parts_p)
+        candidates.append(features.threshold_join(min(thresholds)))
     if n_miss >= 2:
         missing = np.flatnonzero(~observed)
-        sub = FeatureRows(_rows_of(features, missing))
-        mi, mj = sub.threshold_join(threshold)
-        mi, mj = missing[mi], missing[mj]
-        joined += mi.size
-        _add_unreported(mi, mj, reported_keys, observed, features, p, threshold, n, parts_i,
-                        parts_j, parts_p)
+        mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
+        candidates.append((missing[mi], missing[mj]))
+    for ci, cj in candidates:
+        joined += ci.size
+        fresh = ~(_csr_has(reported, ci, cj) | _csr_has(reported, cj, ci))
+        ci, cj = ci[fresh], cj[fresh]
+        zeros = observed[ci].astype(np.int64) + observed[cj]
+        prob = posterior(features.cosine(ci, cj), np.zeros_like(zeros), zeros, p)
+        keep = prob >= threshold
+        parts_i.append(ci[keep])
+        parts_j.append(cj[keep])
+        parts_p.append(prob[keep])
     i = np.concatenate(parts_i)
     j = np.concatenate(parts_j)
     pr = np.concatenate(parts_p)
     key, first = np.unique(i * n + j, return_index=True)
-    stats = {"reported_pairs": int(ri.size), "joined_pairs": int(joined), "kept_pairs": int(key.size)}
+    stats = {
+        "reported_pairs": int(n_reported),
+        "joined_pairs": int(joined),
+        "kept_pairs": int(key.size),
+    }
     return TopologyResult(key // n, key % n, pr[first], stats)
+
+
+def _csr_has(m: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Whether m[rows[k], cols[k]] is stored, by a vectorised binary search per row."""
+    if rows.size == 0 or m.nnz == 0:
+        return np.zeros(rows.shape, dtype=bool)
+    lo = m.indptr[rows].astype(np.int64)
+    end = m.indptr[rows + 1].astype(np.int64)
+    hi = end.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        less = m.indices[np.minimum(mid, m.nnz - 1)] < cols
+        lo = np.where(active & less, mid + 1, lo)
+        hi = np.where(active & ~less, mid, hi)
+    return (lo < end) & (m.indices[np.minimum(lo, m.nnz - 1)] == cols)
 
 
 def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
@@ -139,22 +180,6 @@ def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
         bits = np.unpackbits(features.words[rows].view(np.uint8), axis=1)
         return bits[:, : features.dim]
     return features.dense[rows]
-
-
-def _add_unreported(i, j, reported_keys, observed, features, p, threshold, n, out_i, out_j, out_p):
-    if i.size == 0:
-        return
-    key = i * n + j
-    pos = np.searchsorted(reported_keys, key)
-    pos = np.minimum(pos, max(reported_keys.size - 1, 0))
-    fresh = np.ones(key.shape, bool) if reported_keys.size == 0 else reported_keys[pos] != key
-    i, j = i[fresh], j[fresh]
-    zeros = observed[i].astype(np.int64) + observed[j]
-    prob = posterior(features.cosine(i, j), np.zeros_like(zeros), zeros, p)
-    keep = prob >= threshold
-    out_i.append(i[keep])
-    out_j.append(j[keep])
-    out_p.append(prob[keep])
 
 
 def reconstruct_features(
@@ -257,7 +282,9 @@ class HogsProtocol(LdpProtocol):
         p = self.params
         rr = RandomizedResponse(p.eps_adjacency)
         adj = rr.perturb_row(
-            view.neighbors, view.num_nodes, node_rng(seed, view.node_id, round_, ADJACENCY),
+            view.neighbors,
+            view.num_nodes,
+            node_rng(seed, view.node_id, round_, ADJACENCY),
             exclude=view.node_id,
         )
         feats = None
@@ -281,7 +308,9 @@ class HogsProtocol(LdpProtocol):
         rows = FeatureRows(x0)
         steps = 0 if p.public_features else p.steps
         need = min(p.tau, FR_THRESHOLD) if steps > 0 else p.tau
-        topo = reconstruct_topology(reported, observed, rows, flip_probability(p.eps_adjacency), need)
+        topo = reconstruct_topology(
+            reported, observed, rows, flip_probability(p.eps_adjacency), need
+        )
         in_graph = topo.prob >= p.tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
         x = x0 if p.public_features else reconstruct_features(x0, topo.i, topo.j, topo.prob, steps)
@@ -306,8 +335,9 @@ def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = Non
         unit = "adjacency bit (edge LDP); features are public and not protected"
         notes.append("Features are treated as public: they are neither perturbed nor protected.")
     else:
-        parts.append(bit_part("features", "one feature bit (feature LDP)", p.eps_features,
-                              num_features))
+        parts.append(
+            bit_part("features", "one feature bit (feature LDP)", p.eps_features, num_features)
+        )
         total = pure_epsilon([rr_event(p.eps_adjacency), rr_event(p.eps_features)])
         unit = "one adjacency bit plus one feature bit of a node (edge LDP + feature LDP)"
         notes.append(
@@ -317,6 +347,12 @@ def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = Non
             + ", not at ε_f: do not compare it with the vector-level ε of LPGNN or Solitude."
         )
     return PrivacyReport(
-        protocol=name, unit=unit, epsilon=total, delta=0.0, accountant=ACCOUNTANT, parts=parts,
-        paper_epsilon=p.epsilon, notes=notes,
+        protocol=name,
+        unit=unit,
+        epsilon=total,
+        delta=0.0,
+        accountant=ACCOUNTANT,
+        parts=parts,
+        paper_epsilon=p.epsilon,
+        notes=notes,
     )

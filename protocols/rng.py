@@ -28,7 +28,9 @@ def node_rng(seed: int, node_id: int, round_: int, purpose: int) -> np.random.Ge
     """The generator node ``node_id`` uses in round ``round_`` for ``purpose``."""
     if seed < 0 or node_id < 0 or round_ < 0:
         raise ValueError("seed, node id and round must be non-negative")
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, node_id, round_, purpose])))
+    return np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence([seed, node_id, round_, purpose]))
+    )
 
 
 def stage_rng(seed: int, stage: str) -> np.random.Generator:

@@ -148,4 +148,3 @@ class FeatureRows:
             pi.append(a + start)
             pj.append(b + start)
         return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
-

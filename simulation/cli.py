@@ -45,7 +45,8 @@ class UserError(Exception):
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "run", help="run one experiment",
+        "run",
+        help="run one experiment",
         description="Collect every node's LDP report, reconstruct a synthetic graph, train a GNN "
         "on it and evaluate on the true test labels.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -60,24 +61,37 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["choices"] = MODELS
         if f.name == "backend":
             extra["choices"] = BACKENDS
-        p.add_argument(flag, type=kind if kind is not bool else None, default=default,
-                       help=HELP.get(f.name, ""), **extra)
-    p.add_argument("--split", type=str, default=None,
-                   help="train/val fractions as 'TRAIN,VAL', e.g. 0.5,0.25 (overrides the two)")
+        p.add_argument(
+            flag,
+            type=kind if kind is not bool else None,
+            default=default,
+            help=HELP.get(f.name, ""),
+            **extra,
+        )
+    p.add_argument(
+        "--split",
+        type=str,
+        default=None,
+        help="train/val fractions as 'TRAIN,VAL', e.g. 0.5,0.25 (overrides the two)",
+    )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
 def _add_datasets(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "datasets", help="list datasets, their statistics and offline availability",
+        "datasets",
+        help="list datasets, their statistics and offline availability",
         description="List the registered datasets. Statistics of datasets available offline "
         "are measured by loading them (cached after the first time).",
     )
     p.add_argument("--data-root", default=None, help=HELP["data_root"])
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--no-measure", action="store_true",
-                   help="only show the documented statistics; load nothing")
+    p.add_argument(
+        "--no-measure",
+        action="store_true",
+        help="only show the documented statistics; load nothing",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,7 +151,9 @@ def summary(result: dict[str, Any]) -> str:
         f"{pr['accountant']}",
     ]
     for part in pr["parts"]:
-        lines.append(f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}")
+        lines.append(
+            f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
+        )
     lines += [
         f"  graph         original {g['original']['nodes']} nodes / {g['original']['edges']} "
         f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
@@ -158,9 +174,11 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     for r in rows:
         st = r.get("measured") or r.get("expected") or {}
         mark = "yes" if r.get("offline") else "no"
-        print(f"{r['name']:<18}{st.get('nodes', '?'):>8}{st.get('edges', '?'):>9}"
-              f"{st.get('features', '?'):>7}{st.get('classes', '?'):>5}  {mark:<7}  "
-              f"{r.get('description', '')}")
+        print(
+            f"{r['name']:<18}{st.get('nodes', '?'):>8}{st.get('edges', '?'):>9}"
+            f"{st.get('features', '?'):>7}{st.get('classes', '?'):>5}  {mark:<7}  "
+            f"{r.get('description', '')}"
+        )
     return 0
 
 

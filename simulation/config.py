@@ -79,8 +79,12 @@ class RunConfig:
         return self
 
     def protocol_params(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "feature_share": self.feature_share, "tau": self.tau,
-                "steps": self.steps}
+        return {
+            "epsilon": self.epsilon,
+            "feature_share": self.feature_share,
+            "tau": self.tau,
+            "steps": self.steps,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

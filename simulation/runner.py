@@ -23,8 +23,16 @@ Stage = Callable[[str], None]
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("ldpgraph", "numpy", "scipy", "torch", "torch-geometric", "flwr", "ray",
-                "dp-accounting"):
+    for pkg in (
+        "ldpgraph",
+        "numpy",
+        "scipy",
+        "torch",
+        "torch-geometric",
+        "flwr",
+        "ray",
+        "dp-accounting",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -33,8 +41,12 @@ def versions() -> dict[str, str]:
 
 
 def curator_view(graph: Graph, public_features: bool) -> CuratorView:
-    return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain,
-                       graph.x if public_features else None)
+    return CuratorView(
+        graph.num_nodes,
+        graph.num_features,
+        graph.feature_domain,
+        graph.x if public_features else None,
+    )
 
 
 def collect_and_release(
@@ -52,7 +64,9 @@ def collect_and_release(
     return run_flower(protocol, graph, curator, config, progress)
 
 
-def run(config: RunConfig, stage: Stage | None = None, show_progress: bool = False) -> dict[str, Any]:
+def run(
+    config: RunConfig, stage: Stage | None = None, show_progress: bool = False
+) -> dict[str, Any]:
     """Run one experiment and return its result record (JSON-serialisable)."""
     config.validate()
     say = stage or (lambda _msg: None)
@@ -73,12 +87,23 @@ def run(config: RunConfig, stage: Stage | None = None, show_progress: bool = Fal
     say(f"training {config.model} on {release.num_nodes} nodes / {release.num_edges} edges")
     from ldpgraph.server.training import TrainConfig, train_and_evaluate
 
-    tcfg = TrainConfig(model=config.model, lr=config.lr, weight_decay=config.weight_decay,
-                       dropout=config.dropout, epochs=config.epochs, hidden=config.hidden)
+    tcfg = TrainConfig(
+        model=config.model,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        dropout=config.dropout,
+        epochs=config.epochs,
+        hidden=config.hidden,
+    )
     ebar = _bar(config.epochs, "epochs", show_progress)
     t1 = time.perf_counter()
     metrics = train_and_evaluate(
-        release.edges, release.x, graph.y, split, tcfg, config.seed,
+        release.edges,
+        release.x,
+        graph.y,
+        split,
+        tcfg,
+        config.seed,
         device=None if config.device == "auto" else config.device,
         edge_weight=release.edge_weight,
         progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
@@ -90,15 +115,25 @@ def run(config: RunConfig, stage: Stage | None = None, show_progress: bool = Fal
     timings["total"] = time.perf_counter() - t0
     return {
         "config": config.to_dict(),
-        "accuracy": {"val": metrics["val_acc"], "test": metrics["test_acc"],
-                     "train": metrics["train_acc"]},
+        "accuracy": {
+            "val": metrics["val_acc"],
+            "test": metrics["test_acc"],
+            "train": metrics["train_acc"],
+        },
         "training": {k: metrics[k] for k in ("best_epoch", "epochs_run", "device")},
         "privacy": release.privacy.to_dict(),
         "graph": {
-            "original": {"nodes": graph.num_nodes, "edges": graph.num_edges,
-                         "features": graph.num_features, "classes": graph.num_classes},
-            "synthetic": {"nodes": release.num_nodes, "edges": release.num_edges,
-                          "features": int(release.x.shape[1])},
+            "original": {
+                "nodes": graph.num_nodes,
+                "edges": graph.num_edges,
+                "features": graph.num_features,
+                "classes": graph.num_classes,
+            },
+            "synthetic": {
+                "nodes": release.num_nodes,
+                "edges": release.num_edges,
+                "features": int(release.x.shape[1]),
+            },
         },
         "release": release.stats,
         "fingerprint": release.fingerprint(),
@@ -113,5 +148,6 @@ def _bar(total: int, unit: str, enabled: bool):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, leave=False, file=sys.stderr, mininterval=0.5,
-                dynamic_ncols=True)
+    return tqdm(
+        total=total, unit=unit, leave=False, file=sys.stderr, mininterval=0.5, dynamic_ncols=True
+    )

@@ -53,8 +53,9 @@ def test_codec_roundtrip_both_forms():
     np.testing.assert_array_equal(back.features, sparse.features)
     dense = Report(0, 0, 100, np.arange(1, 80, dtype=np.int32))
     assert encode_report(dense)["adj_fmt"] == "bits"
-    np.testing.assert_array_equal(roundtrip(dense, num_nodes=100, round_=0).adjacency,
-                                  dense.adjacency)
+    np.testing.assert_array_equal(
+        roundtrip(dense, num_nodes=100, round_=0).adjacency, dense.adjacency
+    )
 
 
 @pytest.mark.parametrize(

@@ -77,14 +77,16 @@ def test_sparse_equals_dense(eps, share, tau, steps, drop):
     cur = CuratorView(g.num_nodes, g.num_features)
     release = proto.server_step(0, result, cur, seed=5)
     bits, observed, x = dense_inputs(result, g.num_nodes, g.num_features, None)
-    prob, edges, feats = dense_hogs(bits, observed, x, flip_probability(params.eps_adjacency),
-                                    tau, steps)
+    prob, edges, feats = dense_hogs(
+        bits, observed, x, flip_probability(params.eps_adjacency), tau, steps
+    )
     np.testing.assert_array_equal(release.edges, edges)
     assert np.abs(release.x - feats).max() <= 1e-6
     # The posteriors the sparse code keeps are bit-identical to the dense ones.
     reported, obs = adjacency_reports(result.reports, g.num_nodes)
-    topo = reconstruct_topology(reported, obs, FeatureRows(x),
-                                flip_probability(params.eps_adjacency), min(tau, 0.5))
+    topo = reconstruct_topology(
+        reported, obs, FeatureRows(x), flip_probability(params.eps_adjacency), min(tau, 0.5)
+    )
     np.testing.assert_array_equal(topo.prob, prob[topo.i, topo.j])
     expected = np.argwhere(np.triu(prob >= min(tau, 0.5), k=1))
     np.testing.assert_array_equal(np.stack([topo.i, topo.j], 1), expected)
@@ -146,8 +148,9 @@ def test_posterior_closed_forms():
             t = 0.7
             thr = similarity_threshold(t, ones, zeros, p)
             lo = posterior(np.array([thr * (1 - 1e-9)]), np.array([ones]), np.array([zeros]), p)
-            hi = posterior(np.array([min(1.0, thr * (1 + 1e-9))]), np.array([ones]),
-                           np.array([zeros]), p)
+            hi = posterior(
+                np.array([min(1.0, thr * (1 + 1e-9))]), np.array([ones]), np.array([zeros]), p
+            )
             assert lo[0] < t <= hi[0] + 1e-12
 
 
@@ -179,8 +182,11 @@ def test_determinism_and_seed_dependence():
     c = proto.server_step(0, collect(proto, g, 12), cur, 12)
     np.testing.assert_array_equal(a.edges, b.edges)
     np.testing.assert_array_equal(a.x, b.x)
-    assert not (a.edges.shape == c.edges.shape and np.array_equal(a.edges, c.edges)
-                and np.array_equal(a.x, c.x))
+    assert not (
+        a.edges.shape == c.edges.shape
+        and np.array_equal(a.edges, c.edges)
+        and np.array_equal(a.x, c.x)
+    )
 
 
 def test_params_validation():
@@ -194,3 +200,20 @@ def test_params_validation():
         HogsParams(1.0, feature_share=1.0)
     p = HogsParams(8.0, feature_share=0.25)
     assert p.eps_adjacency == 6.0 and p.eps_features == 2.0
+
+
+def test_block_size_does_not_change_the_result():
+    g = random_graph(80, 20, seed=9)
+    proto = HogsProtocol(HogsParams(2.0, tau=0.6))
+    result = collect(proto, g, seed=4, drop=(5,))
+    reported, observed = adjacency_reports(result.reports, 80)
+    x = np.zeros((80, 20), np.uint8)
+    for node, rep in result.reports.items():
+        x[node] = rep.features
+    rows = FeatureRows(x)
+    p = flip_probability(1.0)
+    whole = reconstruct_topology(reported, observed, rows, p, 0.5)
+    tiny = reconstruct_topology(reported, observed, rows, p, 0.5, block_entries=7)
+    np.testing.assert_array_equal(whole.i, tiny.i)
+    np.testing.assert_array_equal(whole.j, tiny.j)
+    np.testing.assert_array_equal(whole.prob, tiny.prob)

@@ -79,16 +79,18 @@ def test_rr_sparse_matches_dense_distribution_of_counts():
     rr = RandomizedResponse(2.0)
     p = rr.p
     ones = np.array([3, 9, 27])
-    sizes = [rr.perturb_row(ones, 300, node_rng(1, k, 0, ADJACENCY), exclude=0).size
-             for k in range(4000)]
+    sizes = [
+        rr.perturb_row(ones, 300, node_rng(1, k, 0, ADJACENCY), exclude=0).size for k in range(4000)
+    ]
     mean = 3 * (1 - p) + 296 * p
     var = 3 * p * (1 - p) + 296 * p * (1 - p)
     assert abs(np.mean(sizes) - mean) < Z999 * math.sqrt(var / 4000)
 
 
 @pytest.mark.parametrize("eps", [0.5, 3.0])
-@pytest.mark.parametrize("x,domain", [(0.0, (0.0, 1.0)), (1.0, (0.0, 1.0)), (0.3, (0.0, 1.0)),
-                                      (0.5, (-1.0, 2.0))])
+@pytest.mark.parametrize(
+    "x,domain", [(0.0, (0.0, 1.0)), (1.0, (0.0, 1.0)), (0.3, (0.0, 1.0)), (0.5, (-1.0, 2.0))]
+)
 def test_one_bit_rate(eps, x, domain):
     mech = OneBit(eps, domain)
     lo, hi = domain

@@ -17,8 +17,9 @@ from ldpgraph.protocols.types import NodeView, Release
 
 
 def node_view(graph: Graph, node: int) -> NodeView:
-    return NodeView(node, graph.neighbors(node), graph.x[node], graph.num_nodes,
-                    graph.feature_domain)
+    return NodeView(
+        node, graph.neighbors(node), graph.x[node], graph.num_nodes, graph.feature_domain
+    )
 
 
 def collect_round(

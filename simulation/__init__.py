@@ -1,0 +1,1 @@
+"""Datasets, splits, partitions, runs, sweeps and the ldpgraph CLI (the simulation side)."""

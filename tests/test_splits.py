@@ -1,0 +1,73 @@
+"""Tests of the seeded node splits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpgraph.simulation.splits import Split, make_split
+
+
+@pytest.mark.parametrize(
+    ("n", "train", "val", "sizes"),
+    [
+        (1000, 0.5, 0.25, (500, 250, 250)),
+        (2708, 0.1, 0.1, (271, 271, 2166)),
+        (7, 0.5, 0.5, (4, 3, 0)),
+        (5, 0.5, 0.25, (3, 1, 1)),
+        (10, 0.7, 0.3, (7, 3, 0)),
+    ],
+)
+def test_sizes_disjoint_sorted(
+    n: int, train: float, val: float, sizes: tuple[int, int, int]
+) -> None:
+    s = make_split(n, seed=0, train=train, val=val)
+    assert s.sizes() == sizes
+    parts = (s.train, s.val, s.test)
+    for idx in parts:
+        assert idx.dtype == np.int64 and (np.diff(idx) > 0).all()
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(n))  # disjoint and complete
+
+
+def test_defaults_and_masks() -> None:
+    s = make_split(100, seed=1)
+    assert s.sizes() == (50, 25, 25)
+    tr, va, te = s.masks(100)
+    assert tr.dtype == bool and tr.sum() == 50 and va.sum() == 25 and te.sum() == 25
+    assert not (tr & va).any() and not (tr & te).any() and not (va & te).any()
+    assert np.array_equal(np.flatnonzero(tr), s.train)
+    with pytest.raises(ValueError, match="out of range"):
+        s.masks(10)
+
+
+def test_determinism() -> None:
+    a, b, c = make_split(500, 3), make_split(500, 3), make_split(500, 4)
+    assert all(np.array_equal(x, y) for x, y in zip(
+        (a.train, a.val, a.test), (b.train, b.val, b.test), strict=True))
+    assert not np.array_equal(a.train, c.train)
+
+
+def test_edge_cases() -> None:
+    assert make_split(0, 0).sizes() == (0, 0, 0)
+    assert make_split(10, 0, train=1.0, val=0.0).sizes() == (10, 0, 0)
+    assert make_split(10, 0, train=0.0, val=0.0).sizes() == (0, 0, 10)
+    assert isinstance(make_split(3, 0), Split)
+
+
+@pytest.mark.parametrize(
+    ("train", "val", "match"),
+    [
+        (-0.1, 0.2, "train fraction"),
+        (0.5, 1.5, "val fraction"),
+        (0.7, 0.4, "train \\+ val"),
+        (float("nan"), 0.1, "train fraction"),
+    ],
+)
+def test_bad_fractions(train: float, val: float, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        make_split(100, 0, train=train, val=val)
+
+
+def test_bad_num_nodes() -> None:
+    with pytest.raises(ValueError, match="num_nodes"):
+        make_split(-1, 0)
