@@ -8,6 +8,8 @@ bit-identical to the dense reference ``(X @ X.T)[i, j] / (‖X_i‖ ‖X_j‖)``
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -76,7 +78,9 @@ class FeatureRows:
         if t > 1.0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         t = max(float(t), 0.0)
-        if self.binary:
+        if self.binary and self._only_identical_can_pass(t):
+            i, j = self._identical_join()
+        elif self.binary:
             i, j = self._prefix_join(t)
         else:
             i, j = self._block_join(t)
@@ -85,6 +89,35 @@ class FeatureRows:
             keep = s >= t - 1e-9
             i, j = i[keep], j[keep]
         return i, j
+
+    def _only_identical_can_pass(self, t: float) -> bool:
+        """Two different non-empty 0/1 sets of sizes ≤ c have cosine ≤ sqrt(c / (c + 1)) (one a
+        subset of the other, one element apart); above that only identical rows qualify."""
+        cmax = int(self.counts.max()) if self.num_rows else 0
+        return cmax == 0 or math.sqrt(cmax / (cmax + 1)) < t - 1e-9
+
+    def _identical_join(self) -> tuple[np.ndarray, np.ndarray]:
+        """All pairs i < j of identical non-empty rows: O(n log n) by sorting the packed rows."""
+        rows = np.flatnonzero(self.counts > 0)
+        if rows.size < 2:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        packed = np.ascontiguousarray(self.words[rows])
+        keys = packed.view(np.dtype((np.void, packed.shape[1] * 8))).ravel()
+        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        dup = counts[inverse] > 1
+        rows, groups = rows[dup], inverse[dup]
+        order = np.lexsort((rows, groups))
+        rows, groups = rows[order], groups[order]
+        pi: list[np.ndarray] = []
+        pj: list[np.ndarray] = []
+        bounds = np.flatnonzero(np.diff(groups)) + 1
+        for members in np.split(rows, bounds):
+            a, b = np.triu_indices(members.size, k=1)
+            pi.append(members[a])
+            pj.append(members[b])
+        if not pi:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
 
     def _prefix_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         csr = self._csr

@@ -217,3 +217,23 @@ def test_block_size_does_not_change_the_result():
     np.testing.assert_array_equal(whole.i, tiny.i)
     np.testing.assert_array_equal(whole.j, tiny.j)
     np.testing.assert_array_equal(whole.prob, tiny.prob)
+
+
+@pytest.mark.parametrize("t", [0.2, 0.5, 0.8, 0.95, 0.999, 0.99999])
+def test_threshold_join_finds_every_pair_above_t(t):
+    rng = np.random.default_rng(int(t * 1000))
+    x = (rng.random((120, 30)) < 0.2).astype(np.uint8)
+    x[10:20] = x[0:10]  # duplicates
+    x[30, :] = x[31, :]
+    x[30, x[31].argmin()] = 1  # a near-duplicate: one extra element
+    x[40] = 0
+    rows = FeatureRows(x)
+    i, j = rows.threshold_join(t)
+    xf = x.astype(np.float64)
+    norm = np.sqrt((xf * xf).sum(1))
+    denom = np.outer(norm, norm)
+    s = np.divide(xf @ xf.T, denom, out=np.zeros((120, 120)), where=denom > 0)
+    expected = {tuple(p) for p in np.argwhere(np.triu(s >= t, k=1))}
+    got = set(zip(i.tolist(), j.tolist(), strict=True))
+    assert expected <= got
+    assert all(s[a, b] >= t - 1e-9 for a, b in got)
