@@ -1,0 +1,1 @@
+"""The server side of ldpgraph: Flower ServerApp, strategies, training and evaluation."""

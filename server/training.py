@@ -1,0 +1,369 @@
+"""Full-batch transductive node classification on a (released) graph.
+
+This is the training protocol of spec 003 section 6: Adam, cross-entropy on the training
+nodes, up to ``epochs`` epochs; after every epoch the model is evaluated (no dropout) and the
+epoch with the best validation accuracy is kept (ties go to the earliest such epoch). Its test
+accuracy, measured against the true labels of the test nodes, is the reported result. Epochs
+are numbered from 1: epoch ``e`` is the model after ``e`` optimiser steps.
+
+Randomness is explicit: weights and dropout masks come from ``stage_seed(seed, "train")``
+inside ``torch.random.fork_rng``, so one seed gives bit-identical results on CPU and the
+caller's global torch RNG state is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.utils import to_torch_csr_tensor
+
+from ldpgraph.protocols.rng import stage_seed
+from ldpgraph.server.models import MODELS, build_model
+
+
+class SplitLike(Protocol):
+    """Anything with integer index arrays ``train``, ``val`` and ``test`` (duck-typed)."""
+
+    train: Sequence[int] | np.ndarray
+    val: Sequence[int] | np.ndarray
+    test: Sequence[int] | np.ndarray
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one training run (the grid of spec 003 section 6 sweeps these).
+
+    ``patience=None`` trains all ``epochs`` (the paper's protocol); an integer stops once that
+    many epochs pass without a new best validation accuracy, which saves time in large sweeps
+    and cannot change which epoch is selected among those that were run.
+    """
+
+    model: str = "gcn"
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    dropout: float = 0.5
+    epochs: int = 300
+    hidden: int = 16
+    heads: int = 4
+    patience: int | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError on settings that would silently train nonsense."""
+        if self.model.lower() not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"lr must be positive and finite, got {self.lr}")
+        if not (self.weight_decay >= 0 and math.isfinite(self.weight_decay)):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.hidden < 1 or self.heads < 1:
+            raise ValueError(f"hidden and heads must be >= 1, got {self.hidden}, {self.heads}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"patience must be None or >= 1, got {self.patience}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` means the GPU when one is present, else the CPU."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(dev)!r} requested but CUDA is not available")
+    return dev
+
+
+def train_and_evaluate(
+    edges: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    split: SplitLike,
+    config: TrainConfig,
+    seed: int,
+    device: str | torch.device | None = None,
+    edge_weight: np.ndarray | None = None,
+    progress: Callable[[int, float], None] | None = None,
+    *,
+    num_classes: int | None = None,
+    num_threads: int | None = None,
+) -> dict[str, Any]:
+    """Train ``config.model`` on the graph ``(edges, x)`` and evaluate it on the true labels.
+
+    ``edges`` is the undirected ``[m, 2]`` edge array of :class:`ldpgraph.protocols.graph.Graph`
+    (each edge once, ``u < v``); ``x`` is ``[n, d]`` uint8/bool/float; ``y`` holds the true
+    int labels ``[n]``; ``split`` has index arrays ``train``/``val``/``test``. ``edge_weight``
+    (aligned with ``edges``, non-negative) is used by GCN; the other models ignore it with a
+    warning. ``num_classes`` defaults to ``y.max() + 1``. ``progress(epoch, val_acc)`` is called
+    after every epoch.
+
+    ``num_threads`` sets torch's CPU threads for this call only (restored afterwards; torch's
+    setting is process-wide, so do not train concurrently in threads of one process). ``None``
+    uses one thread for small inputs, where more threads only add synchronisation and, on a
+    busy machine, spin-wait on each other (5x slower tests), and leaves torch's setting alone
+    otherwise. On Cora and the tests' graphs, 1 and 2 threads gave identical results, but torch
+    does not promise that for every kernel: pin ``num_threads`` where bitwise equality across
+    machines matters.
+
+    Returns ``val_acc``, ``test_acc`` and ``train_acc`` (floats in [0, 1], all at the selected
+    epoch; ``test_acc`` is NaN for an empty test set), ``best_epoch`` (1-based), ``epochs_run``,
+    ``train_seconds`` (the training loop, evaluation included), ``device`` and ``model``.
+    """
+    config.validate()
+    model_name = config.model.lower()
+    dev = resolve_device(device)
+    x_np, y_np, edges_np, w_np, n_classes = _validate_inputs(edges, x, y, edge_weight, num_classes)
+    n = x_np.shape[0]
+    train_idx, val_idx, test_idx = _validate_split(split, n)
+
+    torch_seed = stage_seed(seed, "train")
+    cuda_devices = list(range(torch.cuda.device_count())) if dev.type == "cuda" else []
+    threads = num_threads
+    if threads is None and dev.type == "cpu" and x_np.size + 2 * edges_np.shape[0] < _SMALL:
+        threads = 1
+    with _cpu_threads(threads), torch.random.fork_rng(devices=cuda_devices):
+        # Seed only the generators this run uses: torch.manual_seed would also reseed CUDA
+        # (and other accelerators) behind fork_rng's back when training on the CPU.
+        torch.default_generator.manual_seed(torch_seed)
+        if cuda_devices:
+            torch.cuda.manual_seed_all(torch_seed)
+        model = build_model(
+            model_name,
+            in_dim=x_np.shape[1],
+            num_classes=n_classes,
+            hidden=config.hidden,
+            dropout=config.dropout,
+            heads=config.heads,
+        ).to(dev)
+        if w_np is not None and not model.uses_edge_weight:
+            warnings.warn(
+                f"model {model_name!r} does not use edge weights; training on the unweighted graph",
+                stacklevel=2,
+            )
+            w_np = None
+
+        # torch.tensor copies, so read-only or strided numpy inputs need no special care.
+        x_t = torch.tensor(x_np, dtype=torch.float32, device=dev)
+        y_t = torch.tensor(y_np, dtype=torch.int64, device=dev)
+        adj, w_t = _graph_tensors(edges_np, w_np, n, dev, sparse=model.sparse_adjacency)
+        idx = {
+            name: torch.tensor(arr, dtype=torch.int64, device=dev)
+            for name, arr in (("train", train_idx), ("val", val_idx), ("test", test_idx))
+        }
+        y_train = y_t[idx["train"]]
+        optimizer = torch.optim.Adam(
+            model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
+
+        best: tuple[int, int, int, int] | None = None  # (epoch, val, test, train) correct counts
+        epochs_run = 0
+        _sync(dev)
+        start = time.perf_counter()
+        for epoch in range(1, config.epochs + 1):
+            model.train()
+            optimizer.zero_grad(set_to_none=True)
+            out = model(x_t, adj, w_t)
+            loss = F.cross_entropy(out[idx["train"]], y_train)
+            loss.backward()
+            optimizer.step()
+            epochs_run = epoch
+
+            val_c, test_c, train_c = _correct_counts(model, x_t, adj, w_t, y_t, idx)
+            if best is None or val_c > best[1]:
+                best = (epoch, val_c, test_c, train_c)
+            if progress is not None:
+                progress(epoch, val_c / len(val_idx))
+            if config.patience is not None and epoch - best[0] >= config.patience:
+                break
+        _sync(dev)
+        seconds = time.perf_counter() - start
+
+    assert best is not None  # epochs >= 1
+    return {
+        "val_acc": best[1] / len(val_idx),
+        "test_acc": best[2] / len(test_idx) if len(test_idx) else float("nan"),
+        "train_acc": best[3] / len(train_idx),
+        "best_epoch": best[0],
+        "epochs_run": epochs_run,
+        "train_seconds": seconds,
+        "device": str(dev),
+        "model": model_name,
+    }
+
+
+#: Below this many feature entries plus directed edges, one CPU thread is fastest (Cora, at
+#: 3.9M feature entries, still gains from a second core on an idle machine).
+_SMALL = 1 << 20
+
+
+@contextmanager
+def _cpu_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` torch CPU threads, then restore the previous setting."""
+    if threads is None:
+        yield
+        return
+    if threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {threads}")
+    previous = torch.get_num_threads()
+    if threads == previous:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@torch.no_grad()
+def _correct_counts(
+    model: torch.nn.Module,
+    x: Tensor,
+    adj: Tensor,
+    edge_weight: Tensor | None,
+    y: Tensor,
+    idx: dict[str, Tensor],
+) -> tuple[int, int, int]:
+    """Correct predictions on val, test and train, in one host transfer (one GPU sync)."""
+    model.eval()
+    pred = model(x, adj, edge_weight).argmax(dim=1)
+    hits = pred == y
+    counts = torch.stack([hits[idx[k]].sum() for k in ("val", "test", "train")])
+    val_c, test_c, train_c = (int(c) for c in counts.tolist())
+    return val_c, test_c, train_c
+
+
+def _graph_tensors(
+    edges: np.ndarray,
+    edge_weight: np.ndarray | None,
+    n: int,
+    dev: torch.device,
+    sparse: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """PyG's both-directions ``edge_index`` (and weights), or a symmetric CSR adjacency."""
+    both = np.concatenate([edges, edges[:, ::-1]], axis=0).T
+    edge_index = torch.tensor(both, dtype=torch.int64, device=dev)
+    weight = None
+    if edge_weight is not None:
+        w = np.concatenate([edge_weight, edge_weight]).astype(np.float32)
+        weight = torch.tensor(w, device=dev)
+    if not sparse:
+        return edge_index, weight
+    # The graph is symmetric, so the adjacency equals its transpose (PyG's adj_t).
+    with warnings.catch_warnings():
+        # torch flags CSR support as beta and sparse invariant checks as off, once per process.
+        warnings.filterwarnings("ignore", message=".*[Ss]parse.*", category=UserWarning)
+        adj = to_torch_csr_tensor(edge_index, weight, size=(n, n))
+    return adj, None
+
+
+def _validate_inputs(
+    edges: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    edge_weight: np.ndarray | None,
+    num_classes: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """Check shapes, ranges and the canonical edge form; return normalised arrays."""
+    x = np.asarray(x)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x must be a non-empty 2-D [n, d] array, got shape {x.shape}")
+    if x.dtype == np.bool_:
+        x = x.astype(np.uint8)
+    if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
+        raise ValueError(f"x must be numeric, got dtype {x.dtype}")
+    if np.issubdtype(x.dtype, np.floating) and not np.isfinite(x).all():
+        raise ValueError("x contains NaN or infinite values")
+    n = x.shape[0]
+
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},) to match x, got {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y must hold integer class labels, got dtype {y.dtype}")
+    y = y.astype(np.int64, copy=False)
+    if y.min() < 0:
+        raise ValueError(f"labels must be >= 0, got min {int(y.min())}")
+    if num_classes is None:
+        num_classes = int(y.max()) + 1
+    elif y.max() >= num_classes:
+        raise ValueError(f"label {int(y.max())} out of range for num_classes={num_classes}")
+    if num_classes < 2:
+        raise ValueError(f"need at least 2 classes, got {num_classes}")
+
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"edges must be an [m, 2] array, got shape {edges.shape}")
+    if not np.issubdtype(edges.dtype, np.integer):
+        raise ValueError(f"edges must be integer node ids, got dtype {edges.dtype}")
+    edges = edges.astype(np.int64, copy=False)
+    if edges.shape[0]:
+        if edges.min() < 0 or edges.max() >= n:
+            raise ValueError(f"edge endpoint out of range [0, {n})")
+        if not (edges[:, 0] < edges[:, 1]).all():
+            raise ValueError(
+                "edges must hold each undirected edge once with u < v (no self-loops, no "
+                "reversed duplicates); see ldpgraph.protocols.graph.canonical_edges"
+            )
+        if np.unique(edges[:, 0] * n + edges[:, 1]).size != edges.shape[0]:
+            raise ValueError("edges contain duplicate rows")
+
+    if edge_weight is not None:
+        edge_weight = np.asarray(edge_weight, dtype=np.float64)
+        if edge_weight.shape != (edges.shape[0],):
+            raise ValueError(
+                f"edge_weight must have shape ({edges.shape[0]},) to match edges, "
+                f"got {edge_weight.shape}"
+            )
+        if not np.isfinite(edge_weight).all() or (edge_weight < 0).any():
+            raise ValueError("edge_weight must be finite and non-negative")
+    return x, y, edges, edge_weight, num_classes
+
+
+def _validate_split(split: SplitLike, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Index arrays in range, train and val non-empty, the three parts disjoint."""
+    parts = []
+    for name in ("train", "val", "test"):
+        if not hasattr(split, name):
+            raise ValueError(f"split has no {name!r} index array")
+        arr = np.asarray(getattr(split, name))
+        if arr.size == 0:
+            arr = arr.reshape(0).astype(np.int64)
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"split.{name} must be a 1-D integer index array")
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            raise ValueError(f"split.{name} has node ids outside [0, {n})")
+        if np.unique(arr).size != arr.size:
+            raise ValueError(f"split.{name} contains duplicate node ids")
+        parts.append(arr.astype(np.int64, copy=False))
+    train, val, test = parts
+    if train.size == 0:
+        raise ValueError("split.train is empty: nothing to train on")
+    if val.size == 0:
+        raise ValueError("split.val is empty: the best epoch is chosen on validation accuracy")
+    combined = np.concatenate(parts)
+    if np.unique(combined).size != combined.size:
+        raise ValueError("split.train, split.val and split.test must be disjoint")
+    return train, val, test
+
+
+def _sync(dev: torch.device) -> None:
+    """Wait for queued GPU work so wall-clock timings measure the work, not the queueing."""
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
