@@ -78,8 +78,9 @@ class NodeStore:
         row = np.array(self.indices[self.indptr[k] : self.indptr[k + 1]], dtype=np.int64)
         if row.size and (row.min() < 0 or row.max() >= self.num_nodes or (row == node_id).any()):
             raise NodeDataError(f"{self.path}: adjacency row of node {node_id} is invalid")
-        return NodeView(node_id, row, np.array(self.features[k]), self.num_nodes,
-                        self.feature_domain)
+        return NodeView(
+            node_id, row, np.array(self.features[k]), self.num_nodes, self.feature_domain
+        )
 
 
 @lru_cache(maxsize=8)
@@ -108,9 +109,14 @@ def write_store(
     np.save(path / "indices.npy", np.asarray(indices, dtype=np.int32))
     np.save(path / "features.npy", np.ascontiguousarray(features))
     meta = {
-        "format": FORMAT, "version": VERSION, "first": int(first), "count": len(indptr) - 1,
-        "num_nodes": int(num_nodes), "num_features": int(features.shape[1]),
-        "feature_dtype": str(features.dtype), "domain": list(feature_domain),
+        "format": FORMAT,
+        "version": VERSION,
+        "first": int(first),
+        "count": len(indptr) - 1,
+        "num_nodes": int(num_nodes),
+        "num_features": int(features.shape[1]),
+        "feature_dtype": str(features.dtype),
+        "domain": list(feature_domain),
     }
     meta.update(extra or {})
     (path / "meta.json").write_text(json.dumps(meta, indent=1))

@@ -165,3 +165,20 @@ def decode_report(
             raise ReportError(f"missing or invalid field 'x.{key}'")
         values[key] = float(value)
     return Report(node, round_, num_nodes, adjacency, features, values)
+
+
+#: Names of the records in Flower messages: the server's round config, a SuperNode's list of
+#: hosted node ids (hello round), and one record per hosted node in a report reply.
+CONFIG_RECORD = "config"
+HOSTS_RECORD = "hosts"
+
+
+def node_record_name(node_id: int) -> str:
+    return f"n{int(node_id)}"
+
+
+def node_from_record_name(name: str) -> int | None:
+    """The node id a reply record names, or None if the name is not a node record."""
+    if name.startswith("n") and name[1:].isdigit():
+        return int(name[1:])
+    return None

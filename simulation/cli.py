@@ -36,6 +36,18 @@ HELP = {
     "data_root": "offline dataset mirror (default: $LDPGRAPH_DATA, else download)",
     "backend": "how reports are collected: " + ", ".join(BACKENDS),
     "device": "training device: auto, cpu, cuda",
+    "nodes_per_client": "logical node-clients per simulated SuperNode (0: automatic, at most "
+    "256 SuperNodes)",
+    "ray_actors": "Ray actors running ClientApps (0: one per CPU core)",
+    "ray_cpus_per_actor": "CPUs Ray reserves per actor",
+    "ray_address": "join an existing Ray cluster at this address instead of starting Ray",
+    "node_budget": "each node's privacy budget ε (0: the run's epsilon); a node refuses rounds "
+    "that would exceed it",
+    "trust_curator": "nodes trust the curator with raw data (needed by --protocol none)",
+    "wait_timeout": "seconds to wait for the SuperNodes to connect",
+    "round_timeout": "seconds to wait for the replies of a round",
+    "run_dir": "where Flower and Ray write state and temp files (default: a fresh temp dir, "
+    "removed at the end)",
 }
 
 

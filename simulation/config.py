@@ -14,6 +14,8 @@ from ldpgraph.protocols.registry import PROTOCOLS
 
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower")
+#: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
+AUTO_SUPERNODES = 256
 
 
 class ConfigError(ValueError):
@@ -38,8 +40,17 @@ class RunConfig:
     train_split: float = 0.5
     val_split: float = 0.25
     data_root: str = ""
-    backend: str = "local"
+    backend: str = "flower"
     device: str = "auto"
+    nodes_per_client: int = 0
+    ray_actors: int = 0
+    ray_cpus_per_actor: float = 1.0
+    ray_address: str = ""
+    node_budget: float = 0.0
+    trust_curator: bool = False
+    wait_timeout: float = 120.0
+    round_timeout: float = 600.0
+    run_dir: str = ""
 
     def validate(self) -> RunConfig:
         if self.protocol not in PROTOCOLS:
@@ -76,7 +87,31 @@ class RunConfig:
             raise ConfigError(f"steps (l) must be >= 0, got {self.steps}")
         if self.seed < 0:
             raise ConfigError(f"seed must be >= 0, got {self.seed}")
+        if self.nodes_per_client < 0:
+            raise ConfigError("nodes-per-client must be >= 1 (or 0 for automatic)")
+        if self.ray_actors < 0 or not self.ray_cpus_per_actor > 0:
+            raise ConfigError("ray-actors must be >= 0 and ray-cpus-per-actor > 0")
+        if self.node_budget < 0 or not math.isfinite(self.node_budget):
+            raise ConfigError("node-budget must be a finite number >= 0 (0: the run's epsilon)")
+        if not (self.wait_timeout > 0 and self.round_timeout > 0):
+            raise ConfigError("wait-timeout and round-timeout must be > 0")
+        if self.protocol == "none" and not self.trust_curator:
+            raise ConfigError(
+                "protocol 'none' uploads raw data and nodes refuse unless they trust the "
+                "curator: add --trust-curator"
+            )
         return self
+
+    def resolved_nodes_per_client(self, num_nodes: int) -> int:
+        """k given, or automatic: at most AUTO_SUPERNODES SuperNodes."""
+        if self.nodes_per_client > 0:
+            return self.nodes_per_client
+        return max(1, math.ceil(num_nodes / AUTO_SUPERNODES))
+
+    @property
+    def budget(self) -> float:
+        """Each node's configured budget: node-budget, or the run's epsilon."""
+        return self.node_budget if self.node_budget > 0 else self.epsilon
 
     def protocol_params(self) -> dict[str, Any]:
         return {
@@ -102,6 +137,13 @@ class RunConfig:
             if name not in known:
                 raise ConfigError(f"unknown configuration key {key!r}")
             kind = type(getattr(cls(), name))
+            if kind is bool:
+                if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+                    value = value.lower() in ("true", "1")
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{key} must be true or false, got {value!r}")
+                kwargs[name] = value
+                continue
             try:
                 if kind is int and isinstance(value, float) and not value.is_integer():
                     raise ValueError

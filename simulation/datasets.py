@@ -228,8 +228,16 @@ def _load_gnn_benchmark_npz(root: Path, info: DatasetInfo) -> Graph:
     """
     path = root / info.raw_files[0]
     with np.load(path, allow_pickle=False) as f:
-        need = {"adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices",
-                "attr_indptr", "attr_shape", "labels"}
+        need = {
+            "adj_indices",
+            "adj_indptr",
+            "adj_shape",
+            "attr_data",
+            "attr_indices",
+            "attr_indptr",
+            "attr_shape",
+            "labels",
+        }
         missing = need - set(f.files)
         if missing:
             raise DatasetError(f"{path}: lacks arrays {sorted(missing)}")
@@ -284,9 +292,7 @@ def _load_lastfm(root: Path, info: DatasetInfo) -> Graph:
     try:
         feat_lists = {int(k): np.asarray(v, dtype=np.int64).reshape(-1) for k, v in feats.items()}
     except (TypeError, ValueError) as err:
-        raise DatasetError(
-            f"{features_path}: expected {{node id: [artist ids]}} ({err})"
-        ) from err
+        raise DatasetError(f"{features_path}: expected {{node id: [artist ids]}} ({err})") from err
     all_artists = [v for v in feat_lists.values() if v.size]
     artists = np.unique(np.concatenate(all_artists)) if all_artists else np.zeros(0, np.int64)
 
@@ -325,9 +331,10 @@ def _download(url: str, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(
-            url, timeout=_DOWNLOAD_TIMEOUT_S
-        ) as resp:
+        with (
+            os.fdopen(fd, "wb") as out,
+            urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as resp,
+        ):
             shutil.copyfileobj(resp, out)
         os.replace(tmp, dest)
     finally:
@@ -424,8 +431,16 @@ def synthetic_graph(
     ``feature_signal`` of them fall in its class's block of columns and the rest uniformly.
     """
     params = _validate_synthetic(
-        {"n": n, "classes": classes, "avg_degree": avg_degree, "homophily": homophily, "d": d,
-         "feature_density": feature_density, "feature_signal": feature_signal, "seed": seed}
+        {
+            "n": n,
+            "classes": classes,
+            "avg_degree": avg_degree,
+            "homophily": homophily,
+            "d": d,
+            "feature_density": feature_density,
+            "feature_signal": feature_signal,
+            "seed": seed,
+        }
     )
     n, classes, d, seed = params["n"], params["classes"], params["d"], params["seed"]
     rho, sig = params["feature_density"], params["feature_signal"]
@@ -560,12 +575,27 @@ def _npz(name: str, rel: str, url: str, description: str, expected: Stats) -> Da
 DATASETS: dict[str, DatasetInfo] = {
     info.name: info
     for info in [
-        _planetoid("cora", "Cora", "Planetoid Cora citation graph, binary bag-of-words",
-                   Stats(2708, 5278, 1433, 7), True),
-        _planetoid("citeseer", "CiteSeer", "Planetoid CiteSeer citation graph, binary "
-                   "bag-of-words", Stats(3327, 4552, 3703, 6), True),
-        _planetoid("pubmed", "PubMed", "Planetoid PubMed citation graph, TF-IDF features "
-                   "(not in the mirror: download only)", Stats(19717, 44324, 500, 3), False),
+        _planetoid(
+            "cora",
+            "Cora",
+            "Planetoid Cora citation graph, binary bag-of-words",
+            Stats(2708, 5278, 1433, 7),
+            True,
+        ),
+        _planetoid(
+            "citeseer",
+            "CiteSeer",
+            "Planetoid CiteSeer citation graph, binary bag-of-words",
+            Stats(3327, 4552, 3703, 6),
+            True,
+        ),
+        _planetoid(
+            "pubmed",
+            "PubMed",
+            "Planetoid PubMed citation graph, TF-IDF features (not in the mirror: download only)",
+            Stats(19717, 44324, 500, 3),
+            False,
+        ),
         DatasetInfo(
             name="facebook",
             description="FacebookPagePage (MUSAE), 4714 binary feature ids (mirror conversion)",
@@ -574,25 +604,41 @@ DATASETS: dict[str, DatasetInfo] = {
             loader=_load_facebook,
             fetch=_fetch_url("https://graphmining.ai/datasets/ptg/facebook.npz"),
         ),
-        _npz("cora-ml", "CitationFull/cora_ml/raw/cora_ml.npz",
-             "https://github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz",
-             "CitationFull Cora_ML, features binarised as in PyG", Stats(2995, 8158, 2879, 7)),
-        _npz("coauthor-cs", "Coauthor/CS/raw/ms_academic_cs.npz",
-             f"{_GNN_BENCHMARK}/ms_academic_cs.npz",
-             "Coauthor CS co-authorship graph, keyword counts binarised as in PyG",
-             Stats(18333, 81894, 6805, 15)),
-        _npz("coauthor-physics", "Coauthor/Physics/raw/ms_academic_phy.npz",
-             f"{_GNN_BENCHMARK}/ms_academic_phy.npz",
-             "Coauthor Physics co-authorship graph, keyword counts binarised as in PyG",
-             Stats(34493, 247962, 8415, 5)),
-        _npz("amazon-photo", "Amazon/Photo/raw/amazon_electronics_photo.npz",
-             f"{_GNN_BENCHMARK}/amazon_electronics_photo.npz",
-             "Amazon Photo co-purchase graph, binary bag-of-words",
-             Stats(7650, 119081, 745, 8)),
-        _npz("amazon-computers", "Amazon/Computers/raw/amazon_electronics_computers.npz",
-             f"{_GNN_BENCHMARK}/amazon_electronics_computers.npz",
-             "Amazon Computers co-purchase graph, binary bag-of-words",
-             Stats(13752, 245861, 767, 10)),
+        _npz(
+            "cora-ml",
+            "CitationFull/cora_ml/raw/cora_ml.npz",
+            "https://github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz",
+            "CitationFull Cora_ML, features binarised as in PyG",
+            Stats(2995, 8158, 2879, 7),
+        ),
+        _npz(
+            "coauthor-cs",
+            "Coauthor/CS/raw/ms_academic_cs.npz",
+            f"{_GNN_BENCHMARK}/ms_academic_cs.npz",
+            "Coauthor CS co-authorship graph, keyword counts binarised as in PyG",
+            Stats(18333, 81894, 6805, 15),
+        ),
+        _npz(
+            "coauthor-physics",
+            "Coauthor/Physics/raw/ms_academic_phy.npz",
+            f"{_GNN_BENCHMARK}/ms_academic_phy.npz",
+            "Coauthor Physics co-authorship graph, keyword counts binarised as in PyG",
+            Stats(34493, 247962, 8415, 5),
+        ),
+        _npz(
+            "amazon-photo",
+            "Amazon/Photo/raw/amazon_electronics_photo.npz",
+            f"{_GNN_BENCHMARK}/amazon_electronics_photo.npz",
+            "Amazon Photo co-purchase graph, binary bag-of-words",
+            Stats(7650, 119081, 745, 8),
+        ),
+        _npz(
+            "amazon-computers",
+            "Amazon/Computers/raw/amazon_electronics_computers.npz",
+            f"{_GNN_BENCHMARK}/amazon_electronics_computers.npz",
+            "Amazon Computers co-purchase graph, binary bag-of-words",
+            Stats(13752, 245861, 767, 10),
+        ),
         DatasetInfo(
             name="lastfm",
             description="LastFM-Asia (raw MUSAE release), 10 largest classes as in HoGS; put "
@@ -637,8 +683,9 @@ def _normalise_name(name: str) -> str:
 
 def _coerce(dataset: str, key: str, value: Any, default: Any) -> Any:
     """Convert a parameter to its default's type (int or float), refusing lossy conversions."""
-    bad = DatasetError(f"{dataset}: parameter {key}={value!r} is not a valid "
-                       f"{type(default).__name__}")
+    bad = DatasetError(
+        f"{dataset}: parameter {key}={value!r} is not a valid {type(default).__name__}"
+    )
     if isinstance(value, bool):
         raise bad
     if isinstance(value, str):
@@ -837,8 +884,12 @@ def _load_real(info: DatasetInfo, root: Path) -> Graph:
                 graph = info.loader(root, info)
                 _save_cached(graph, npz_path, json_path)
     graph.meta.update(
-        {"dataset": info.name, "source": str(root), "cache": "hit" if hit else "miss",
-         "cache_file": str(npz_path)}
+        {
+            "dataset": info.name,
+            "source": str(root),
+            "cache": "hit" if hit else "miss",
+            "cache_file": str(npz_path),
+        }
     )
     return graph
 
@@ -859,8 +910,9 @@ def load_dataset(
     key, spec_params = parse_dataset_spec(name)
     clash = sorted(set(spec_params) & set(params))
     if clash:
-        raise DatasetError(f"parameter(s) {', '.join(clash)} given both in {name!r} and as "
-                           "keyword arguments")
+        raise DatasetError(
+            f"parameter(s) {', '.join(clash)} given both in {name!r} and as keyword arguments"
+        )
     info = DATASETS[key]
     merged = spec_params | _check_params(info, params)
     if key == "synthetic":

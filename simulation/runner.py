@@ -59,7 +59,7 @@ def collect_and_release(
         from .backends.local import run_protocol
 
         return run_protocol(protocol, graph, curator, config.seed, progress)
-    from .backends.flower import run_protocol as run_flower  # noqa: PLC0415
+    from .backends.flower import run_protocol as run_flower
 
     return run_flower(protocol, graph, curator, config, progress)
 

@@ -40,6 +40,8 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         (["--tau", "0"], "tau must be in (0, 1]"),
         (["--tau", "1.5"], "tau must be in (0, 1]"),
         (["--feature-share", "1"], "feature-share must be in (0, 1)"),
+        (["--protocol", "none"], "add --trust-curator"),
+        (["--nodes-per-client", "-1"], "nodes-per-client must be >= 1"),
     ],
 )
 def test_user_errors_are_one_line(capsys, argv, needle):
@@ -57,8 +59,9 @@ def test_unknown_model_is_rejected_by_argparse(capsys):
 
 
 def test_data_root_without_files_names_them(capsys, tmp_path):
-    code, _, err = run_cli(capsys, "run", "--quiet", "--dataset", "cora", "--data-root",
-                           str(tmp_path))
+    code, _, err = run_cli(
+        capsys, "run", "--quiet", "--dataset", "cora", "--data-root", str(tmp_path)
+    )
     assert code == 2
     assert "ind.cora.x" in err and str(tmp_path) in err
     assert "Traceback" not in err
@@ -70,13 +73,15 @@ def test_features_outside_domain(capsys, monkeypatch):
         return Graph("bad", np.array([[0, 1]]), x, np.arange(20) % 2)
 
     monkeypatch.setattr(runner, "load_dataset", bad_graph)
-    code, _, err = run_cli(capsys, "run", "--quiet", "--dataset", "cora", "--epochs", "2")
+    code, _, err = run_cli(
+        capsys, "run", "--quiet", "--dataset", "cora", "--epochs", "2", "--backend", "local"
+    )
     assert code == 2
     assert "features outside the declared domain [0.0, 1.0]" in err
 
 
 def test_same_seed_same_fingerprint_different_seed_different():
-    base = dict(dataset=SMALL, epochs=3, protocol="hogs", epsilon=6.0)
+    base = dict(dataset=SMALL, epochs=3, protocol="hogs", epsilon=6.0, backend="local")
     a = run(RunConfig(seed=3, **base))
     b = run(RunConfig(seed=3, **base))
     c = run(RunConfig(seed=4, **base))
@@ -86,8 +91,22 @@ def test_same_seed_same_fingerprint_different_seed_different():
 
 
 def test_run_json_record(capsys):
-    code, out, _ = run_cli(capsys, "run", "--quiet", "--json", "--dataset", SMALL, "--epochs",
-                           "5", "--protocol", "hogs-edge", "--epsilon", "5")
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--quiet",
+        "--json",
+        "--dataset",
+        SMALL,
+        "--epochs",
+        "5",
+        "--protocol",
+        "hogs-edge",
+        "--epsilon",
+        "5",
+        "--backend",
+        "local",
+    )
     assert code == 0
     res = json.loads(out)
     assert res["config"]["protocol"] == "hogs-edge"
@@ -100,7 +119,16 @@ def test_run_json_record(capsys):
 
 @pytest.mark.parametrize("protocol", ["none", "features-only"])
 def test_reference_protocols(protocol):
-    res = run(RunConfig(dataset=SMALL, epochs=3, protocol=protocol, model="mlp"))
+    res = run(
+        RunConfig(
+            dataset=SMALL,
+            epochs=3,
+            protocol=protocol,
+            model="mlp",
+            backend="local",
+            trust_curator=True,
+        )
+    )
     if protocol == "none":
         assert res["graph"]["synthetic"]["edges"] == res["graph"]["original"]["edges"]
     else:
@@ -113,8 +141,12 @@ def test_datasets_json(capsys):
     assert code == 0
     rows = {r["name"]: r for r in json.loads(out)}
     cora = rows["cora"]["measured"]
-    assert (cora["nodes"], cora["edges"], cora["features"], cora["classes"]) == (2708, 5278,
-                                                                                 1433, 7)
+    assert (cora["nodes"], cora["edges"], cora["features"], cora["classes"]) == (
+        2708,
+        5278,
+        1433,
+        7,
+    )
     cs = rows["citeseer"]["measured"]
     assert (cs["nodes"], cs["edges"], cs["features"], cs["classes"]) == (3327, 4552, 3703, 6)
     fb = rows["facebook"]["measured"]
@@ -123,6 +155,10 @@ def test_datasets_json(capsys):
 
 
 def test_console_script_help():
-    out = subprocess.run([sys.executable, "-m", "ldpgraph.simulation.cli", "run", "--help"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ldpgraph.simulation.cli", "run", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "--feature-share" in out and "--backend" in out

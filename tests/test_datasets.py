@@ -134,10 +134,23 @@ def test_catalog() -> None:
     assert set(rows) == set(DATASETS)
     cora = rows["cora"]
     assert cora["offline"] and cora["missing"] == []
-    assert cora["measured"] == {"nodes": 2708, "edges": 5278, "features": 1433, "classes": 7,
-                                "binary": True}
-    for name in ("cora", "citeseer", "facebook", "cora-ml", "coauthor-cs", "coauthor-physics",
-                 "amazon-photo", "amazon-computers"):
+    assert cora["measured"] == {
+        "nodes": 2708,
+        "edges": 5278,
+        "features": 1433,
+        "classes": 7,
+        "binary": True,
+    }
+    for name in (
+        "cora",
+        "citeseer",
+        "facebook",
+        "cora-ml",
+        "coauthor-cs",
+        "coauthor-physics",
+        "amazon-photo",
+        "amazon-computers",
+    ):
         measured = dict(rows[name]["measured"])
         assert measured.pop("binary") is True
         assert measured == rows[name]["expected"], name
@@ -212,8 +225,9 @@ def test_float_features_keep_float32() -> None:
 # LastFM (raw MUSAE release, 10 largest classes)
 
 
-def write_lastfm(root: Path, edges: np.ndarray, feats: dict[int, list[int]],
-                 target: dict[int, int]) -> None:
+def write_lastfm(
+    root: Path, edges: np.ndarray, feats: dict[int, list[int]], target: dict[int, int]
+) -> None:
     raw = root / "LastFM" / "raw"
     raw.mkdir(parents=True)
     lines = ["node_1,node_2"] + [f"{u},{v}" for u, v in edges.tolist()]
@@ -234,8 +248,10 @@ def test_lastfm_small_release(tmp_path: Path) -> None:
     node_ids = rng.permutation(np.arange(100, 220, 2))[: labels.size]  # sparse original ids
     target = dict(zip(node_ids.tolist(), labels.tolist(), strict=True))
     artist_pool = rng.choice(np.arange(5000), size=40, replace=False)
-    feats = {int(i): sorted(set(rng.choice(artist_pool, size=rng.integers(0, 6)).tolist()))
-             for i in node_ids}
+    feats = {
+        int(i): sorted(set(rng.choice(artist_pool, size=rng.integers(0, 6)).tolist()))
+        for i in node_ids
+    }
     e = rng.choice(node_ids, size=(150, 2))
     e = np.concatenate([e, e[:10, ::-1], [[node_ids[0], node_ids[0]]]])  # dups, a self-loop
     write_lastfm(tmp_path, e, feats, target)
@@ -277,13 +293,16 @@ LASTFM_PARTIAL = MIRROR / "LastFMAsia" / "partial_no_features"
 @pytest.mark.skipif(not LASTFM_PARTIAL.is_dir(), reason="no LastFM edges/targets in the mirror")
 def test_lastfm_real_structure(tmp_path: Path) -> None:
     """On the real edges and targets (features faked), the filter gives HoGS's 7083 / 25814."""
-    edges = np.loadtxt(LASTFM_PARTIAL / "karateclub_lastfm_edges.csv", delimiter=",",
-                       skiprows=1, dtype=np.int64)
-    tgt = np.loadtxt(LASTFM_PARTIAL / "karateclub_lastfm_target.csv", delimiter=",",
-                     skiprows=1, dtype=np.int64)
+    edges = np.loadtxt(
+        LASTFM_PARTIAL / "karateclub_lastfm_edges.csv", delimiter=",", skiprows=1, dtype=np.int64
+    )
+    tgt = np.loadtxt(
+        LASTFM_PARTIAL / "karateclub_lastfm_target.csv", delimiter=",", skiprows=1, dtype=np.int64
+    )
     feats = {int(i): [int(i) % 97] for i in tgt[:, 0]}
-    write_lastfm(tmp_path, edges, feats, dict(zip(tgt[:, 0].tolist(), tgt[:, 1].tolist(),
-                                                  strict=True)))
+    write_lastfm(
+        tmp_path, edges, feats, dict(zip(tgt[:, 0].tolist(), tgt[:, 1].tolist(), strict=True))
+    )
     g = load_dataset("lastfm", data_root=tmp_path)
     assert (g.num_nodes, g.num_edges, g.num_classes) == (7083, 25814, 10)
     assert g.num_features == 97

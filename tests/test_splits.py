@@ -42,8 +42,10 @@ def test_defaults_and_masks() -> None:
 
 def test_determinism() -> None:
     a, b, c = make_split(500, 3), make_split(500, 3), make_split(500, 4)
-    assert all(np.array_equal(x, y) for x, y in zip(
-        (a.train, a.val, a.test), (b.train, b.val, b.test), strict=True))
+    assert all(
+        np.array_equal(x, y)
+        for x, y in zip((a.train, a.val, a.test), (b.train, b.val, b.test), strict=True)
+    )
     assert not np.array_equal(a.train, c.train)
 
 

@@ -1,0 +1,253 @@
+"""The server's side of collection over a Flower Grid: wait for the SuperNodes, learn which
+logical nodes each hosts, send the round messages in batches and validate every reply.
+
+A SuperNode hosts one or more logical node-clients. Its reply carries one ConfigRecord per
+hosted node: the node's wire report, or a refusal. Nothing in a reply is trusted: a record for
+a node the SuperNode does not host, a malformed report, a duplicate or an error reply is
+dropped with a logged reason and counted; the run goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.serverapp import Grid
+
+from ldpgraph.protocols.base import LdpProtocol, RoundResult
+from ldpgraph.protocols.reports import (
+    CONFIG_RECORD,
+    HOSTS_RECORD,
+    ReportError,
+    decode_report,
+    node_from_record_name,
+)
+from ldpgraph.protocols.types import Report
+
+log = logging.getLogger("ldpgraph.server")
+
+
+class CollectionError(RuntimeError):
+    """The collection cannot go on (e.g. the SuperNodes never connected)."""
+
+
+@dataclass
+class RoundStats:
+    """What happened to the nodes asked in one round."""
+
+    asked: int = 0
+    replied: int = 0
+    rejected: int = 0
+    refused: int = 0
+    missing: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "replied": self.replied,
+            "rejected": self.rejected,
+            "refused": self.refused,
+            "missing": self.missing,
+            "reasons": dict(self.reasons.most_common(20)),
+        }
+
+
+def _config(values: dict[str, Any]) -> ConfigRecord:
+    return ConfigRecord({k: v for k, v in values.items() if v is not None})
+
+
+class GridCollector:
+    """Drives the rounds of one protocol run over a Grid."""
+
+    def __init__(
+        self,
+        grid: Grid,
+        num_nodes: int,
+        expected_supernodes: int,
+        *,
+        wait_timeout: float = 120.0,
+        round_timeout: float = 600.0,
+        batch_size: int = 512,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.grid = grid
+        self.num_nodes = num_nodes
+        self.expected = expected_supernodes
+        self.wait_timeout = wait_timeout
+        self.round_timeout = round_timeout
+        self.batch_size = max(1, batch_size)
+        self.progress = progress
+        self.hosts: dict[int, np.ndarray] = {}
+
+    # -- connection -------------------------------------------------------------------------
+    def wait_for_supernodes(self, poll: float = 0.2) -> list[int]:
+        deadline = time.monotonic() + self.wait_timeout
+        while True:
+            ids = sorted(self.grid.get_node_ids())
+            if len(ids) >= self.expected:
+                return ids
+            if time.monotonic() > deadline:
+                raise CollectionError(
+                    f"only {len(ids)} of {self.expected} SuperNodes connected within "
+                    f"{self.wait_timeout:g} s; check that they are running and can reach the "
+                    "SuperLink"
+                )
+            time.sleep(poll)
+
+    def _exchange(self, contents: dict[int, dict[str, Any]], group: str) -> dict[int, Message]:
+        """Send one message per SuperNode (in batches) and return the replies by sender."""
+        replies: dict[int, Message] = {}
+        items = list(contents.items())
+        for start in range(0, len(items), self.batch_size):
+            batch = items[start : start + self.batch_size]
+            msgs = [
+                Message(
+                    RecordDict({CONFIG_RECORD: _config(values)}),
+                    dst_node_id=sid,
+                    message_type=MessageType.QUERY,
+                    group_id=group,
+                )
+                for sid, values in batch
+            ]
+            asked = {sid for sid, _ in batch}
+            for reply in self.grid.send_and_receive(msgs, timeout=self.round_timeout):
+                src = reply.metadata.src_node_id
+                if src in asked and src not in replies:
+                    replies[src] = reply
+            if self.progress is not None:
+                self.progress(sum(len(self.hosts.get(sid, ())) or 1 for sid, _ in batch))
+        return replies
+
+    def discover(self, hello: dict[str, Any]) -> dict[int, np.ndarray]:
+        """Ask every SuperNode which logical nodes it hosts; keep only consistent claims."""
+        supernodes = self.wait_for_supernodes()
+        replies = self._exchange({sid: {"op": "hello", **hello} for sid in supernodes}, "hello")
+        claimed = np.zeros(self.num_nodes, dtype=bool)
+        hosts: dict[int, np.ndarray] = {}
+        for sid in supernodes:
+            reply = replies.get(sid)
+            if (
+                reply is None
+                or reply.has_error()
+                or HOSTS_RECORD not in reply.content.config_records
+            ):
+                reason = reply.error.reason if reply is not None and reply.has_error() else "none"
+                log.warning("SuperNode %s gave no usable hello reply (%s)", sid, reason[:200])
+                continue
+            raw = reply.content.config_records[HOSTS_RECORD].get("nodes")
+            if not isinstance(raw, bytes) or len(raw) % 4:
+                log.warning("SuperNode %s sent a malformed host list", sid)
+                continue
+            ids = np.frombuffer(raw, dtype="<i4").astype(np.int64)
+            if (
+                ids.size == 0
+                or ids.min() < 0
+                or ids.max() >= self.num_nodes
+                or np.unique(ids).size != ids.size
+            ):
+                log.warning("SuperNode %s claims invalid node ids", sid)
+                continue
+            taken = claimed[ids]
+            if taken.any():
+                log.warning(
+                    "SuperNode %s claims %d node(s) already hosted elsewhere; ignored",
+                    sid,
+                    int(taken.sum()),
+                )
+                ids = ids[~taken]
+            claimed[ids] = True
+            hosts[sid] = ids
+        self.hosts = hosts
+        return hosts
+
+    # -- rounds -----------------------------------------------------------------------------
+    def collect(
+        self,
+        protocol: LdpProtocol,
+        round_: int,
+        message: dict[str, Any],
+        num_features: int | None,
+    ) -> tuple[RoundResult, RoundStats]:
+        schema = protocol.schema(round_)
+        stats = RoundStats(asked=self.num_nodes)
+        contents = {sid: {"op": "report", "round": round_, **message} for sid in self.hosts}
+        replies = self._exchange(contents, f"round-{round_}")
+        reports: dict[int, Report] = {}
+        for sid, ids in self.hosts.items():
+            reply = replies.get(sid)
+            if reply is None:
+                self._drop(stats, ids.size, "no reply (timeout or lost SuperNode)")
+                continue
+            if reply.has_error():
+                self._drop(stats, ids.size, f"error reply: {_last_line(reply.error.reason)}")
+                continue
+            records = reply.content.config_records
+            allowed = set(ids.tolist())
+            seen: set[int] = set()
+            for name in list(records.keys()):
+                node = node_from_record_name(name)
+                if node is None:
+                    stats.rejected += 1
+                    stats.reasons["unexpected record in reply"] += 1
+                    continue
+                if node not in allowed or node in seen:
+                    stats.rejected += 1
+                    stats.reasons["record for a node the SuperNode does not host"] += 1
+                    continue
+                seen.add(node)
+                payload = dict(records[name])
+                if "refused" in payload:
+                    stats.refused += 1
+                    stats.reasons[f"refused: {str(payload['refused'])[:60]}"] += 1
+                    continue
+                try:
+                    rep = decode_report(
+                        payload,
+                        num_nodes=self.num_nodes,
+                        round_=round_,
+                        num_features=num_features,
+                        expect_adjacency=schema.adjacency,
+                        expect_features=schema.features,
+                        node_id=node,
+                        extras=schema.extras,
+                    )
+                except ReportError as exc:
+                    stats.rejected += 1
+                    stats.reasons[f"invalid report: {exc}"] += 1
+                    continue
+                reports[node] = rep
+                stats.replied += 1
+            unanswered = len(allowed) - len(seen)
+            if unanswered:
+                self._drop(stats, unanswered, "hosted node sent no record")
+        hosted = sum(ids.size for ids in self.hosts.values())
+        if hosted < self.num_nodes:
+            self._drop(stats, self.num_nodes - hosted, "node not hosted by any SuperNode")
+        for reason, count in stats.reasons.items():
+            log.warning("round %d: %d node(s) dropped: %s", round_, count, reason)
+        missing = np.setdiff1d(
+            np.arange(self.num_nodes), np.fromiter(reports, np.int64, len(reports))
+        )
+        return RoundResult(reports, missing), stats
+
+    @staticmethod
+    def _drop(stats: RoundStats, count: int, reason: str) -> None:
+        stats.missing += count
+        stats.reasons[reason] += count
+
+
+def _last_line(text: str, width: int = 160) -> str:
+    """The informative end of an error reason (Ray wraps the exception in a traceback)."""
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return (lines[-1] if lines else "unknown error")[:width]
+
+
+def sum_stats(rounds: Iterable[RoundStats]) -> dict[str, Any]:
+    return {"rounds": [r.to_dict() for r in rounds]}

@@ -1,0 +1,208 @@
+"""The ``flower`` backend: Flower's simulation engine on Ray, one virtual SuperNode per
+``nodes_per_client`` logical node-clients.
+
+The server side runs as a real Flower ServerApp: it waits for the SuperNodes, learns which nodes
+each hosts (hello round), sends the protocol's round messages and validates every reply
+(:mod:`ldpgraph.server.driver`). The ClientApp is :mod:`ldpgraph.client.app`. Node data is
+written once into the run directory as a memory-mapped node store; each client reads only its
+own rows. Flower's and Ray's state and temp files go under the run directory, which is removed
+at the end unless the user named it; Ray is shut down on success, error and Ctrl-C alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ldpgraph.client.nodedata import write_store
+from ldpgraph.protocols.base import CuratorView, LdpProtocol
+from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.types import Release
+
+from ..config import RunConfig
+
+log = logging.getLogger("ldpgraph.simulation")
+
+
+def write_node_store(graph: Graph, directory: Path) -> Path:
+    """All nodes' rows in one store (the simulation's shared file; clients read their rows)."""
+    adj = graph.adjacency()
+    return write_store(
+        directory,
+        adj.indptr,
+        adj.indices,
+        graph.x,
+        first=0,
+        num_nodes=graph.num_nodes,
+        feature_domain=graph.feature_domain,
+    )
+
+
+def release_over_grid(
+    grid: Any,
+    protocol: LdpProtocol,
+    graph: Graph,
+    curator: CuratorView,
+    config: RunConfig,
+    workdir: Path,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[Release, dict[str, float]]:
+    """Run every round of ``protocol`` over a Flower Grid and return the release."""
+    from ldpgraph.server.driver import GridCollector
+
+    n = graph.num_nodes
+    k = config.resolved_nodes_per_client(n)
+    store = workdir / "nodes"
+    if not (store / "meta.json").is_file():
+        write_node_store(graph, store)
+    collector = GridCollector(
+        grid,
+        n,
+        -(-n // k),
+        wait_timeout=config.wait_timeout,
+        round_timeout=config.round_timeout,
+        progress=None,
+    )
+    t0 = time.perf_counter()
+    where = {"data": str(store.resolve()), "nodes-per-client": k, "num-nodes": n}
+    collector.discover(where)
+    timings = {"hello": time.perf_counter() - t0, "collect": 0.0, "reconstruct": 0.0}
+    collector.progress = progress
+    base = {
+        **where,
+        "seed": config.seed,
+        "default-budget": config.budget,
+        "default-trust": config.trust_curator,
+    }
+    msg: dict[str, Any] = protocol.config()
+    rounds = []
+    for round_ in range(protocol.rounds):
+        t1 = time.perf_counter()
+        result, stats = collector.collect(protocol, round_, {**base, **msg}, curator.num_features)
+        t2 = time.perf_counter()
+        out = protocol.server_step(round_, result, curator, config.seed)
+        timings["collect"] += t2 - t1
+        timings["reconstruct"] += time.perf_counter() - t2
+        rounds.append(stats.to_dict())
+        if isinstance(out, Release):
+            out.stats["collection"] = {
+                "nodes_per_client": k,
+                "supernodes": len(collector.hosts),
+                "rounds": rounds,
+            }
+            return out, timings
+        msg = {**protocol.config(), **out}
+    raise RuntimeError(f"protocol {protocol.name} finished its rounds without a release")
+
+
+@contextlib.contextmanager
+def run_directory(config: RunConfig) -> Iterator[Path]:
+    """The run's directory (FLWR_HOME and Ray's temp dir live inside); removed if we made it.
+
+    A short path under /tmp by default: Ray's Unix sockets must fit in ~107 characters.
+    """
+    if config.run_dir:
+        path = Path(config.run_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    path = Path(tempfile.mkdtemp(prefix="ldpg-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def backend_config(config: RunConfig, ray_tmp: Path) -> dict[str, Any]:
+    per_actor = config.ray_cpus_per_actor
+    actors = config.ray_actors or (os.cpu_count() or 1)
+    init: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": "ERROR",
+        "log_to_driver": False,
+    }
+    if config.ray_address:
+        init["address"] = config.ray_address
+    else:
+        init["num_cpus"] = actors * per_actor
+        init["_temp_dir"] = str(ray_tmp)
+    return {"client_resources": {"num_cpus": per_actor, "num_gpus": 0.0}, "init_args": init}
+
+
+def run_protocol(
+    protocol: LdpProtocol,
+    graph: Graph,
+    curator: CuratorView,
+    config: RunConfig,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[Release, dict[str, float]]:
+    """Collect through Flower's simulation engine and return the release and timings."""
+    from flwr.app import Context
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.simulation import run_simulation
+
+    from ldpgraph.client.app import app as client_app
+
+    n = graph.num_nodes
+    k = config.resolved_nodes_per_client(n)
+    holder: dict[str, Any] = {}
+    with run_directory(config) as rundir:
+        server_app = ServerApp()
+
+        @server_app.main()
+        def main(grid: Grid, context: Context) -> None:
+            holder["started"] = time.perf_counter()
+            try:
+                holder["result"] = release_over_grid(
+                    grid, protocol, graph, curator, config, rundir, progress
+                )
+            except BaseException as exc:  # surfaced in the caller's thread below
+                holder["error"] = exc
+            holder["finished"] = time.perf_counter()
+
+        env = {
+            "FLWR_HOME": str(rundir / "flwr"),
+            "FLWR_TELEMETRY_ENABLED": "0",
+            "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
+            "RAY_DEDUP_LOGS": "0",
+        }
+        t0 = time.perf_counter()
+        with _environment(env), contextlib.redirect_stdout(sys.stderr):
+            run_simulation(
+                server_app=server_app,
+                client_app=client_app,
+                num_supernodes=-(-n // k),
+                backend_config=backend_config(config, rundir / "ray"),
+            )
+        t_end = time.perf_counter()
+    if "error" in holder:
+        raise holder["error"]
+    if "result" not in holder:
+        raise RuntimeError("the Flower simulation ended without running the ServerApp")
+    release, timings = holder["result"]
+    timings["engine_start"] = holder["started"] - t0
+    timings["engine_stop"] = t_end - holder["finished"]
+    release.stats.setdefault("collection", {})["backend"] = "flower"
+    return release, timings
