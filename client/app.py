@@ -56,14 +56,12 @@ def _reply(msg: Message, records: dict[str, ConfigRecord]) -> Message:
     return Message(RecordDict(records), reply_to=msg)
 
 
-@app.query()
-def query(msg: Message, context: Context) -> Message:
-    cfg = dict(msg.content.config_records[CONFIG_RECORD])
+def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
+    """The records of this SuperNode's reply to one server message."""
     op = cfg.get("op")
     store, nodes = hosted_nodes(context, cfg)
     if op == "hello":
-        ids = np.asarray(nodes, dtype="<i4").tobytes()
-        return _reply(msg, {HOSTS_RECORD: ConfigRecord({"nodes": ids})})
+        return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(nodes, dtype="<i4").tobytes()})}
     if op != "report":
         raise ValueError(f"unknown operation {op!r}")
 
@@ -87,4 +85,10 @@ def query(msg: Message, context: Context) -> Message:
         records[node_record_name(node)] = ConfigRecord(encode_report(report))
         spent = trial
     state.config_records[SPENT_STATE] = ConfigRecord({k: float(v) for k, v in spent.items()})
-    return _reply(msg, records)
+    return records
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    cfg = dict(msg.content.config_records[CONFIG_RECORD])
+    return _reply(msg, answer(cfg, context))

@@ -46,6 +46,7 @@ class RoundStats:
     rejected: int = 0
     refused: int = 0
     missing: int = 0
+    bad_records: int = 0
     reasons: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +56,7 @@ class RoundStats:
             "rejected": self.rejected,
             "refused": self.refused,
             "missing": self.missing,
+            "bad_records": self.bad_records,
             "reasons": dict(self.reasons.most_common(20)),
         }
 
@@ -101,8 +103,11 @@ class GridCollector:
                 )
             time.sleep(poll)
 
-    def _exchange(self, contents: dict[int, dict[str, Any]], group: str) -> dict[int, Message]:
+    def _exchange(
+        self, contents: dict[int, dict[str, Any]], group: str, timeout: float | None = None
+    ) -> dict[int, Message]:
         """Send one message per SuperNode (in batches) and return the replies by sender."""
+        timeout = self.round_timeout if timeout is None else timeout
         replies: dict[int, Message] = {}
         items = list(contents.items())
         for start in range(0, len(items), self.batch_size):
@@ -117,7 +122,7 @@ class GridCollector:
                 for sid, values in batch
             ]
             asked = {sid for sid, _ in batch}
-            for reply in self.grid.send_and_receive(msgs, timeout=self.round_timeout):
+            for reply in self.grid.send_and_receive(msgs, timeout=timeout):
                 src = reply.metadata.src_node_id
                 if src in asked and src not in replies:
                     replies[src] = reply
@@ -128,7 +133,13 @@ class GridCollector:
     def discover(self, hello: dict[str, Any]) -> dict[int, np.ndarray]:
         """Ask every SuperNode which logical nodes it hosts; keep only consistent claims."""
         supernodes = self.wait_for_supernodes()
-        replies = self._exchange({sid: {"op": "hello", **hello} for sid in supernodes}, "hello")
+        # The first exchange also waits for the engine to start its workers (Ray: seconds), so
+        # it gets the connection timeout on top of a round's.
+        replies = self._exchange(
+            {sid: {"op": "hello", **hello} for sid in supernodes},
+            "hello",
+            timeout=self.wait_timeout + self.round_timeout,
+        )
         claimed = np.zeros(self.num_nodes, dtype=bool)
         hosts: dict[int, np.ndarray] = {}
         for sid in supernodes:
@@ -194,11 +205,11 @@ class GridCollector:
             for name in list(records.keys()):
                 node = node_from_record_name(name)
                 if node is None:
-                    stats.rejected += 1
+                    stats.bad_records += 1
                     stats.reasons["unexpected record in reply"] += 1
                     continue
                 if node not in allowed or node in seen:
-                    stats.rejected += 1
+                    stats.bad_records += 1
                     stats.reasons["record for a node the SuperNode does not host"] += 1
                     continue
                 seen.add(node)

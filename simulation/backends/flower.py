@@ -157,13 +157,17 @@ def run_protocol(
     curator: CuratorView,
     config: RunConfig,
     progress: Callable[[int], None] | None = None,
+    client_app: Any = None,
 ) -> tuple[Release, dict[str, float]]:
-    """Collect through Flower's simulation engine and return the release and timings."""
+    """Collect through Flower's simulation engine and return the release and timings.
+
+    ``client_app`` replaces the real ClientApp (fault-injection tests use it)."""
     from flwr.app import Context
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
 
-    from ldpgraph.client.app import app as client_app
+    if client_app is None:
+        from ldpgraph.client.app import app as client_app
 
     n = graph.num_nodes
     k = config.resolved_nodes_per_client(n)

@@ -1,0 +1,106 @@
+"""End to end through Flower's simulation engine (Ray): same reports as the local backend,
+faulty SuperNodes dropped and counted, budgets and raw-upload refusals enforced by the nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpgraph.client.faults import make_faulty_app
+from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.server.training import TrainConfig, train_and_evaluate
+from ldpgraph.simulation.backends import flower
+from ldpgraph.simulation.backends.local import run_protocol as run_local
+from ldpgraph.simulation.config import RunConfig
+from ldpgraph.simulation.datasets import load_dataset
+from ldpgraph.simulation.runner import curator_view
+from ldpgraph.simulation.splits import make_split
+
+pytestmark = pytest.mark.slow
+
+
+def release_with(backend: str, graph, config: RunConfig, client_app=None):
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    curator = curator_view(graph, config.protocol == "hogs-edge")
+    if backend == "local":
+        return run_local(protocol, graph, curator, config.seed)[0]
+    return flower.run_protocol(protocol, graph, curator, config, client_app=client_app)[0]
+
+
+@pytest.mark.parametrize("protocol,k", [("hogs", 1), ("hogs", 7), ("hogs-edge", 0)])
+def test_flower_reports_equal_local(protocol, k):
+    graph = load_dataset("synthetic:n=60,classes=3,d=30,avg_degree=5,seed=2")
+    cfg = RunConfig(protocol=protocol, epsilon=5.0, seed=11, nodes_per_client=k,
+                    ray_actors=2).validate()
+    local = release_with("local", graph, cfg)
+    fl = release_with("flower", graph, cfg)
+    assert fl.fingerprint() == local.fingerprint()
+    rounds = fl.stats["collection"]["rounds"]
+    assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
+    assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
+
+
+def test_faulty_supernodes_are_dropped_and_counted():
+    graph = load_dataset("synthetic:n=200,classes=3,d=60,avg_degree=6,homophily=0.9,seed=4")
+    k = 2
+    faults = {1: "garbage", 2: "too-long", 3: "out-of-range", 4: "unsorted", 5: "wrong-round",
+              6: "impostor", 7: "raise", 8: "silent"}
+    cfg = RunConfig(protocol="hogs", epsilon=8.0, seed=3, nodes_per_client=k, ray_actors=2,
+                    round_timeout=4.0).validate()
+    clean = release_with("flower", graph, cfg)
+    bad = release_with("flower", graph, cfg, client_app=make_faulty_app(faults, delay=8.0))
+    stats = bad.stats["collection"]["rounds"][0]
+    assert stats["asked"] == 200
+    assert stats["rejected"] == 5 * k  # garbage, too-long, out-of-range, unsorted, wrong-round
+    assert stats["missing"] == 2 * k  # raise, silent (timeout)
+    assert stats["bad_records"] == 1  # the impostor's record for a node it does not host
+    assert stats["replied"] == 200 - 7 * k
+    assert stats["refused"] == 0
+    reasons = " | ".join(stats["reasons"])
+    for needle in ("out of range", "unsorted", "exceeds", "round", "error reply", "no reply",
+                   "does not host"):
+        assert needle in reasons, needle
+    split = make_split(200, 3)
+    tcfg = TrainConfig(epochs=60)
+    acc = [train_and_evaluate(r.edges, r.x, graph.y, split, tcfg, 3)["test_acc"]
+           for r in (clean, bad)]
+    assert acc[0] > 0.6
+    assert abs(acc[0] - acc[1]) <= 0.1, acc
+
+
+def test_nodes_refuse_over_budget_rounds_and_raw_upload():
+    from flwr.serverapp import ServerApp
+    from flwr.simulation import run_simulation
+
+    from ldpgraph.client.app import app as client_app
+    from ldpgraph.server.driver import GridCollector
+
+    graph = load_dataset("synthetic:n=12,classes=2,d=10,avg_degree=3,seed=1")
+    hogs = make_protocol("hogs", epsilon=2.0)
+    raw = make_protocol("none")
+    out: dict = {}
+    with flower.run_directory(RunConfig()) as rundir:
+        store = flower.write_node_store(graph, rundir / "nodes")
+        server = ServerApp()
+
+        @server.main()
+        def main(grid, context):
+            col = GridCollector(grid, 12, 4, wait_timeout=60, round_timeout=60)
+            where = {"data": str(store), "nodes-per-client": 3, "num-nodes": 12}
+            col.discover(where)
+            base = {**where, "seed": 0, "default-budget": 3.0, "default-trust": False}
+            for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1),
+                                        ("raw", raw, 0)):
+                _, stats = col.collect(proto, round_, {**base, **proto.config()}, 10)
+                out[name] = stats
+
+        with flower._environment({"FLWR_HOME": str(rundir / "flwr")}):
+            run_simulation(server_app=server, client_app=client_app, num_supernodes=4,
+                           backend_config=flower.backend_config(RunConfig(ray_actors=2),
+                                                                rundir / "ray"))
+    assert out["first"].replied == 12 and out["first"].refused == 0
+    # 2 + 2 > 3: every node refuses the second round, with an error reply, not a crash.
+    assert out["second"].refused == 12 and out["second"].replied == 0
+    assert any("exceeds its budget 3" in r for r in out["second"].reasons)
+    assert out["raw"].refused == 12
+    assert any("refuses raw upload" in r for r in out["raw"].reasons)
