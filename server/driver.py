@@ -10,6 +10,7 @@ dropped with a logged reason and counted; the run goes on with the rest.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -78,8 +79,10 @@ class GridCollector:
         round_timeout: float = 600.0,
         batch_size: int = 512,
         progress: Callable[[int], None] | None = None,
+        abort: threading.Event | None = None,
     ) -> None:
         self.grid = grid
+        self.abort = abort or threading.Event()
         self.num_nodes = num_nodes
         self.expected = expected_supernodes
         self.wait_timeout = wait_timeout
@@ -92,6 +95,8 @@ class GridCollector:
     def wait_for_supernodes(self, poll: float = 0.2) -> list[int]:
         deadline = time.monotonic() + self.wait_timeout
         while True:
+            if self.abort.is_set():
+                raise CollectionError("collection aborted")
             ids = sorted(self.grid.get_node_ids())
             if len(ids) >= self.expected:
                 return ids
@@ -122,13 +127,29 @@ class GridCollector:
                 for sid, values in batch
             ]
             asked = {sid for sid, _ in batch}
-            for reply in self.grid.send_and_receive(msgs, timeout=timeout):
+            for reply in self._send_and_receive(msgs, timeout):
                 src = reply.metadata.src_node_id
                 if src in asked and src not in replies:
                     replies[src] = reply
             if self.progress is not None:
                 self.progress(sum(len(self.hosts.get(sid, ())) or 1 for sid, _ in batch))
         return replies
+
+    def _send_and_receive(self, msgs: list[Message], timeout: float) -> list[Message]:
+        """Grid.send_and_receive (partial replies at the timeout) that also stops when the run
+        is aborted (Ctrl-C), so the ServerApp thread never outlives the run."""
+        pending = set(self.grid.push_messages(msgs))
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            if self.abort.is_set():
+                raise CollectionError("collection aborted")
+            got = list(self.grid.pull_messages(list(pending)))
+            out.extend(got)
+            pending -= {m.metadata.reply_to_message_id for m in got}
+            if pending:
+                time.sleep(0.02)
+        return out
 
     def discover(self, hello: dict[str, Any]) -> dict[int, np.ndarray]:
         """Ask every SuperNode which logical nodes it hosts; keep only consistent claims."""

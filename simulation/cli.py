@@ -209,14 +209,20 @@ def _json_default(obj: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .backends import flower
+
+    flower.EXIT_ON_INTERRUPT = True
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"run": cmd_run, "datasets": cmd_datasets}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
-        print("ldpgraph: interrupted", file=sys.stderr)
-        return 130
+        # Our processes are stopped by now (the backends clean up in `finally`). A Flower worker
+        # thread may still sit in a Ray call and would hang the interpreter's exit: leave hard.
+        print("ldpgraph: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     except (ValueError, FileNotFoundError, UserError) as exc:
         # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
         if os.environ.get("LDPGRAPH_DEBUG"):

@@ -3,7 +3,8 @@ faulty SuperNodes dropped and counted, budgets and raw-upload refusals enforced 
 
 from __future__ import annotations
 
-import numpy as np
+import threading
+
 import pytest
 
 from ldpgraph.client.faults import make_faulty_app
@@ -30,8 +31,9 @@ def release_with(backend: str, graph, config: RunConfig, client_app=None):
 @pytest.mark.parametrize("protocol,k", [("hogs", 1), ("hogs", 7), ("hogs-edge", 0)])
 def test_flower_reports_equal_local(protocol, k):
     graph = load_dataset("synthetic:n=60,classes=3,d=30,avg_degree=5,seed=2")
-    cfg = RunConfig(protocol=protocol, epsilon=5.0, seed=11, nodes_per_client=k,
-                    ray_actors=2).validate()
+    cfg = RunConfig(
+        protocol=protocol, epsilon=5.0, seed=11, nodes_per_client=k, ray_actors=2
+    ).validate()
     local = release_with("local", graph, cfg)
     fl = release_with("flower", graph, cfg)
     assert fl.fingerprint() == local.fingerprint()
@@ -43,10 +45,19 @@ def test_flower_reports_equal_local(protocol, k):
 def test_faulty_supernodes_are_dropped_and_counted():
     graph = load_dataset("synthetic:n=200,classes=3,d=60,avg_degree=6,homophily=0.9,seed=4")
     k = 2
-    faults = {1: "garbage", 2: "too-long", 3: "out-of-range", 4: "unsorted", 5: "wrong-round",
-              6: "impostor", 7: "raise", 8: "silent"}
-    cfg = RunConfig(protocol="hogs", epsilon=8.0, seed=3, nodes_per_client=k, ray_actors=2,
-                    round_timeout=4.0).validate()
+    faults = {
+        1: "garbage",
+        2: "too-long",
+        3: "out-of-range",
+        4: "unsorted",
+        5: "wrong-round",
+        6: "impostor",
+        7: "raise",
+        8: "silent",
+    }
+    cfg = RunConfig(
+        protocol="hogs", epsilon=8.0, seed=3, nodes_per_client=k, ray_actors=2, round_timeout=4.0
+    ).validate()
     clean = release_with("flower", graph, cfg)
     bad = release_with("flower", graph, cfg, client_app=make_faulty_app(faults, delay=8.0))
     stats = bad.stats["collection"]["rounds"][0]
@@ -57,13 +68,21 @@ def test_faulty_supernodes_are_dropped_and_counted():
     assert stats["replied"] == 200 - 7 * k
     assert stats["refused"] == 0
     reasons = " | ".join(stats["reasons"])
-    for needle in ("out of range", "unsorted", "exceeds", "round", "error reply", "no reply",
-                   "does not host"):
+    for needle in (
+        "out of range",
+        "unsorted",
+        "exceeds",
+        "round",
+        "error reply",
+        "no reply",
+        "does not host",
+    ):
         assert needle in reasons, needle
     split = make_split(200, 3)
     tcfg = TrainConfig(epochs=60)
-    acc = [train_and_evaluate(r.edges, r.x, graph.y, split, tcfg, 3)["test_acc"]
-           for r in (clean, bad)]
+    acc = [
+        train_and_evaluate(r.edges, r.x, graph.y, split, tcfg, 3)["test_acc"] for r in (clean, bad)
+    ]
     assert acc[0] > 0.6
     assert abs(acc[0] - acc[1]) <= 0.1, acc
 
@@ -89,18 +108,87 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             where = {"data": str(store), "nodes-per-client": 3, "num-nodes": 12}
             col.discover(where)
             base = {**where, "seed": 0, "default-budget": 3.0, "default-trust": False}
-            for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1),
-                                        ("raw", raw, 0)):
+            for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1), ("raw", raw, 0)):
                 _, stats = col.collect(proto, round_, {**base, **proto.config()}, 10)
                 out[name] = stats
 
-        with flower._environment({"FLWR_HOME": str(rundir / "flwr")}):
-            run_simulation(server_app=server, client_app=client_app, num_supernodes=4,
-                           backend_config=flower.backend_config(RunConfig(ray_actors=2),
-                                                                rundir / "ray"))
+        cfg = RunConfig(ray_actors=2)
+        with (
+            flower._environment({"FLWR_HOME": str(rundir / "flwr")}),
+            flower.ray_session(cfg, rundir, threading.Event()),
+        ):
+            run_simulation(
+                server_app=server,
+                client_app=client_app,
+                num_supernodes=4,
+                backend_config=flower.backend_config(cfg),
+            )
     assert out["first"].replied == 12 and out["first"].refused == 0
     # 2 + 2 > 3: every node refuses the second round, with an error reply, not a crash.
     assert out["second"].refused == 12 and out["second"].replied == 0
     assert any("exceeds its budget 3" in r for r in out["second"].reasons)
     assert out["raw"].refused == 12
     assert any("refuses raw upload" in r for r in out["raw"].reasons)
+
+
+def test_ctrl_c_stops_every_process(tmp_path):
+    sig = "SIGINT"
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ldpgraph.simulation.processes import pids_under
+
+    rundir = tmp_path / "r"
+    cmd = [
+        sys.executable,
+        "-m",
+        "ldpgraph.simulation.cli",
+        "run",
+        "--quiet",
+        "--dataset",
+        "synthetic:n=400,classes=3,d=20",
+        "--nodes-per-client",
+        "1",
+        "--run-dir",
+        str(rundir),
+        "--ray-actors",
+        "2",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 60
+    marker = rundir / "ray-temp-dir"
+    while time.monotonic() < deadline and not (marker.is_file() and pids_under(marker.read_text())):
+        time.sleep(0.2)
+    ray_tmp = marker.read_text()
+    assert pids_under(ray_tmp), "Ray never started"
+    time.sleep(3)
+    proc.send_signal(getattr(signal, sig))
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+    time.sleep(1)
+    assert pids_under(ray_tmp) == [] and pids_under(str(rundir)) == []
+
+
+def test_error_in_the_server_stops_every_process(tmp_path):
+    from ldpgraph.simulation.processes import pids_under
+
+    graph = load_dataset("synthetic:n=30,classes=2,d=10,avg_degree=3,seed=1")
+    cfg = RunConfig(protocol="hogs-edge", epsilon=3.0, ray_actors=2, run_dir=str(tmp_path / "r"))
+    protocol = make_protocol("hogs-edge", epsilon=3.0)
+    curator = curator_view(graph, public_features=False)  # hogs-edge needs them: server fails
+    with pytest.raises(ValueError, match="public features"):
+        flower.run_protocol(protocol, graph, curator, cfg)
+    ray_tmp = (tmp_path / "r" / "ray-temp-dir").read_text()
+    assert pids_under(ray_tmp) == [] and pids_under(str(tmp_path)) == []

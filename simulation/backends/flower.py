@@ -15,8 +15,10 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +32,11 @@ from ldpgraph.protocols.types import Release
 from ..config import RunConfig
 
 log = logging.getLogger("ldpgraph.simulation")
+
+#: Set by the `ldpgraph` command: on Ctrl-C/SIGTERM, stop our processes and exit with 130 at
+#: once (Flower's worker threads would otherwise touch the stopped Ray and end the process
+#: with another code, or hang the interpreter's exit). Library callers get KeyboardInterrupt.
+EXIT_ON_INTERRUPT = False
 
 
 def write_node_store(graph: Graph, directory: Path) -> Path:
@@ -54,10 +61,12 @@ def release_over_grid(
     config: RunConfig,
     workdir: Path,
     progress: Callable[[int], None] | None = None,
+    abort: threading.Event | None = None,
 ) -> tuple[Release, dict[str, float]]:
     """Run every round of ``protocol`` over a Flower Grid and return the release."""
     from ldpgraph.server.driver import GridCollector
 
+    (workdir / "server-started").touch()
     n = graph.num_nodes
     k = config.resolved_nodes_per_client(n)
     store = workdir / "nodes"
@@ -70,6 +79,7 @@ def release_over_grid(
         wait_timeout=config.wait_timeout,
         round_timeout=config.round_timeout,
         progress=None,
+        abort=abort,
     )
     t0 = time.perf_counter()
     where = {"data": str(store.resolve()), "nodes-per-client": k, "num-nodes": n}
@@ -135,20 +145,69 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def backend_config(config: RunConfig, ray_tmp: Path) -> dict[str, Any]:
-    per_actor = config.ray_cpus_per_actor
-    actors = config.ray_actors or (os.cpu_count() or 1)
-    init: dict[str, Any] = {
-        "include_dashboard": False,
-        "logging_level": "ERROR",
-        "log_to_driver": False,
-    }
+def ray_init_args(config: RunConfig, ray_tmp: Path) -> dict[str, Any]:
+    """Arguments of our own ``ray.init``: a private short temp dir, or an existing cluster."""
+    quiet = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
     if config.ray_address:
-        init["address"] = config.ray_address
-    else:
-        init["num_cpus"] = actors * per_actor
-        init["_temp_dir"] = str(ray_tmp)
-    return {"client_resources": {"num_cpus": per_actor, "num_gpus": 0.0}, "init_args": init}
+        return {"address": config.ray_address, **quiet}
+    actors = config.ray_actors or (os.cpu_count() or 1)
+    return {"num_cpus": actors * config.ray_cpus_per_actor, "_temp_dir": str(ray_tmp), **quiet}
+
+
+def backend_config(config: RunConfig) -> dict[str, Any]:
+    """Flower's backend config. Ray is initialised by us (see :func:`ray_session`), so Flower
+    skips its own ``ray.init``; we keep the handle and stop what we started."""
+    return {
+        "client_resources": {"num_cpus": config.ray_cpus_per_actor, "num_gpus": 0.0},
+        "init_args": {},
+    }
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iterator[None]:
+    """Start (or join) Ray for one simulation and stop everything we started, on success,
+    error, Ctrl-C and SIGTERM alike."""
+    import ray
+
+    # Ray's Unix socket paths must fit in ~107 bytes: a short private dir under /tmp, named in
+    # the run directory so that a user (or a test) can find what this run started.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ldpg-ray-", dir="/tmp"))
+    (rundir / "ray-temp-dir").write_text(str(ray_tmp))
+    old_term = signal.getsignal(signal.SIGTERM)
+    on_main = threading.current_thread() is threading.main_thread()
+    try:
+        ray.init(**ray_init_args(config, ray_tmp))
+        if on_main:  # ray.init installs a handler that aborts without cleanup
+            signal.signal(signal.SIGTERM, _raise_interrupt)
+        yield
+    except (KeyboardInterrupt, SystemExit) as exc:
+        # Ctrl-C, our SIGTERM handler, or Flower's own SIGTERM handler (SystemExit): stop our
+        # processes before anything else can touch the stopped Ray.
+        abort.set()
+        if not config.ray_address:
+            from ..processes import kill_under
+
+            kill_under(str(ray_tmp))
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+        if EXIT_ON_INTERRUPT and isinstance(exc, KeyboardInterrupt):
+            print("ldpgraph: interrupted", file=sys.stderr, flush=True)
+            os._exit(130)
+        raise
+    finally:
+        abort.set()
+        if ray.is_initialized():
+            ray.shutdown()
+        if not config.ray_address:
+            from ..processes import kill_under
+
+            kill_under(str(ray_tmp))
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+        if on_main:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 def run_protocol(
@@ -162,9 +221,15 @@ def run_protocol(
     """Collect through Flower's simulation engine and return the release and timings.
 
     ``client_app`` replaces the real ClientApp (fault-injection tests use it)."""
-    from flwr.app import Context
-    from flwr.serverapp import Grid, ServerApp
-    from flwr.simulation import run_simulation
+    env = {
+        "FLWR_TELEMETRY_ENABLED": "0",
+        "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
+        "RAY_DEDUP_LOGS": "0",
+    }
+    with _environment(env):
+        from flwr.app import Context
+        from flwr.serverapp import Grid, ServerApp
+        from flwr.simulation import run_simulation
 
     if client_app is None:
         from ldpgraph.client.app import app as client_app
@@ -172,6 +237,8 @@ def run_protocol(
     n = graph.num_nodes
     k = config.resolved_nodes_per_client(n)
     holder: dict[str, Any] = {}
+    abort = threading.Event()
+    logging.getLogger("flwr").setLevel(logging.ERROR)
     with run_directory(config) as rundir:
         server_app = ServerApp()
 
@@ -180,25 +247,23 @@ def run_protocol(
             holder["started"] = time.perf_counter()
             try:
                 holder["result"] = release_over_grid(
-                    grid, protocol, graph, curator, config, rundir, progress
+                    grid, protocol, graph, curator, config, rundir, progress, abort
                 )
             except BaseException as exc:  # surfaced in the caller's thread below
                 holder["error"] = exc
             holder["finished"] = time.perf_counter()
 
-        env = {
-            "FLWR_HOME": str(rundir / "flwr"),
-            "FLWR_TELEMETRY_ENABLED": "0",
-            "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
-            "RAY_DEDUP_LOGS": "0",
-        }
         t0 = time.perf_counter()
-        with _environment(env), contextlib.redirect_stdout(sys.stderr):
+        with (
+            _environment({**env, "FLWR_HOME": str(rundir / "flwr")}),
+            contextlib.redirect_stdout(sys.stderr),
+            ray_session(config, rundir, abort),
+        ):
             run_simulation(
                 server_app=server_app,
                 client_app=client_app,
                 num_supernodes=-(-n // k),
-                backend_config=backend_config(config, rundir / "ray"),
+                backend_config=backend_config(config),
             )
         t_end = time.perf_counter()
     if "error" in holder:
