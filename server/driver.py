@@ -66,6 +66,23 @@ def _config(values: dict[str, Any]) -> ConfigRecord:
     return ConfigRecord({k: v for k, v in values.items() if v is not None})
 
 
+def settled_node_count(grid: Grid, timeout: float, settle: float = 2.0) -> int:
+    """The number of SuperNodes once it has stopped growing for ``settle`` seconds (a
+    federation started by ``flwr run`` does not tell the ServerApp its size)."""
+    deadline = time.monotonic() + timeout
+    count, since = 0, time.monotonic()
+    while time.monotonic() < deadline:
+        now = len(list(grid.get_node_ids()))
+        if now != count:
+            count, since = now, time.monotonic()
+        elif count and time.monotonic() - since >= settle:
+            return count
+        time.sleep(0.1)
+    if count:
+        return count
+    raise CollectionError(f"no SuperNode connected within {timeout:g} s")
+
+
 class GridCollector:
     """Drives the rounds of one protocol run over a Grid."""
 

@@ -50,11 +50,21 @@ def curator_view(graph: Graph, public_features: bool) -> CuratorView:
 
 
 def collect_and_release(
-    config: RunConfig, graph: Graph, progress: Callable[[int], None] | None = None
+    config: RunConfig,
+    graph: Graph,
+    progress: Callable[[int], None] | None = None,
+    grid: Any = None,
 ) -> tuple[Release, dict[str, float]]:
-    """Collect the reports with the configured backend and turn them into a release."""
+    """Collect the reports with the configured backend and turn them into a release.
+
+    With ``grid`` (inside a ServerApp started by ``flwr run``) the rounds go over that Grid."""
     protocol = make_protocol(config.protocol, **config.protocol_params())
     curator = curator_view(graph, config.protocol == "hogs-edge")
+    if grid is not None:
+        from .backends.flower import release_over_grid, run_directory
+
+        with run_directory(config) as workdir:
+            return release_over_grid(grid, protocol, graph, curator, config, workdir, progress)
     if config.backend == "local":
         from .backends.local import run_protocol
 
@@ -65,7 +75,7 @@ def collect_and_release(
 
 
 def run(
-    config: RunConfig, stage: Stage | None = None, show_progress: bool = False
+    config: RunConfig, stage: Stage | None = None, show_progress: bool = False, grid: Any = None
 ) -> dict[str, Any]:
     """Run one experiment and return its result record (JSON-serialisable)."""
     config.validate()
@@ -79,7 +89,7 @@ def run(
 
     say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {config.backend})")
     bar = _bar(graph.num_nodes, "nodes", show_progress)
-    release, t = collect_and_release(config, graph, bar.update if bar else None)
+    release, t = collect_and_release(config, graph, bar.update if bar else None, grid)
     if bar:
         bar.close()
     timings.update(t)

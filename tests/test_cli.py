@@ -162,3 +162,17 @@ def test_console_script_help():
         check=True,
     ).stdout
     assert "--feature-share" in out and "--backend" in out
+
+
+def test_flwr_app_config_matches_run_defaults():
+    import tomllib
+    from pathlib import Path
+
+    from ldpgraph.simulation.flower_app import APP_ONLY_KEYS
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    app_cfg = pyproject["tool"]["flwr"]["app"]["config"]
+    ours = {k: v for k, v in app_cfg.items() if k not in APP_ONLY_KEYS}
+    assert ours == RunConfig().to_flwr()
+    comps = pyproject["tool"]["flwr"]["app"]["components"]
+    assert comps["clientapp"] == "ldpgraph.client.app:app"

@@ -62,13 +62,20 @@ def release_over_grid(
     workdir: Path,
     progress: Callable[[int], None] | None = None,
     abort: threading.Event | None = None,
+    supernodes: int | None = None,
 ) -> tuple[Release, dict[str, float]]:
-    """Run every round of ``protocol`` over a Flower Grid and return the release."""
-    from ldpgraph.server.driver import GridCollector
+    """Run every round of ``protocol`` over a Flower Grid and return the release.
+
+    ``supernodes``: how many SuperNodes the federation has, when the caller started it;
+    ``None`` (``flwr run``) counts those that connect and spreads the nodes over them."""
+    from ldpgraph.server.driver import GridCollector, settled_node_count
 
     (workdir / "server-started").touch()
     n = graph.num_nodes
-    k = config.resolved_nodes_per_client(n)
+    if supernodes is None and config.nodes_per_client == 0:
+        k = -(-n // settled_node_count(grid, config.wait_timeout))
+    else:
+        k = config.resolved_nodes_per_client(n)
     store = workdir / "nodes"
     if not (store / "meta.json").is_file():
         write_node_store(graph, store)
@@ -247,7 +254,7 @@ def run_protocol(
             holder["started"] = time.perf_counter()
             try:
                 holder["result"] = release_over_grid(
-                    grid, protocol, graph, curator, config, rundir, progress, abort
+                    grid, protocol, graph, curator, config, rundir, progress, abort, -(-n // k)
                 )
             except BaseException as exc:  # surfaced in the caller's thread below
                 holder["error"] = exc

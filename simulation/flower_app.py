@@ -1,0 +1,45 @@
+"""The ServerApp that ``flwr run .`` starts (``[tool.flwr.app.components]`` in pyproject.toml).
+
+It reads the run configuration (the same keys and defaults as ``ldpgraph run``) from
+``[tool.flwr.app.config]`` and ``--run-config``, loads the dataset, runs the protocol's rounds
+over the federation's SuperNodes, trains and evaluates, logs the summary and writes the result
+record as JSON to ``result-path`` (default: ``$FLWR_HOME/ldpgraph-results/<run id>.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+
+from .config import RunConfig
+
+log = logging.getLogger("ldpgraph.simulation")
+
+#: Run-config keys of the Flower app that are not part of RunConfig.
+APP_ONLY_KEYS = ("result-path",)
+
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    from .cli import _json_default, summary
+    from .runner import run
+
+    values = {k: v for k, v in context.run_config.items() if k not in APP_ONLY_KEYS}
+    config = RunConfig.from_mapping(values)
+    result = run(config, stage=lambda msg: log.warning("%s", msg), grid=grid)
+    result["flwr_run_id"] = int(context.run_id)
+    out = str(context.run_config.get("result-path", "") or "")
+    if not out:
+        home = Path(os.environ.get("FLWR_HOME", Path.home() / ".flwr"))
+        out = str(home / "ldpgraph-results" / f"{context.run_id}.json")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2, default=_json_default))
+    print(summary(result), flush=True)
+    print(f"result written to {out}", flush=True)
