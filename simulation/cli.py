@@ -169,10 +169,26 @@ def summary(result: dict[str, Any]) -> str:
     lines += [
         f"  graph         original {g['original']['nodes']} nodes / {g['original']['edges']} "
         f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
+        *_collection_lines(result["release"].get("collection")),
         "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in result["timings"].items()),
         f"  fingerprint   {result['fingerprint']}",
     ]
     return "\n".join(lines)
+
+
+def _collection_lines(col: dict[str, Any] | None) -> list[str]:
+    if not col or not col.get("rounds"):
+        return []
+    lines = [
+        f"  nodes         {col.get('supernodes')} SuperNodes x {col.get('nodes_per_client')} "
+        "node-clients"
+    ]
+    for i, r in enumerate(col["rounds"]):
+        lines.append(
+            f"  round {i}       asked {r['asked']}  replied {r['replied']}  rejected "
+            f"{r['rejected']}  refused {r['refused']}  missing {r['missing']}"
+        )
+    return lines
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:

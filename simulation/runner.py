@@ -87,7 +87,12 @@ def run(
     split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
     timings["load"] = time.perf_counter() - t0
 
-    say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {config.backend})")
+    where = config.backend
+    if config.backend == "flower" and grid is None:
+        k = config.resolved_nodes_per_client(graph.num_nodes)
+        auto = " (automatic)" if config.nodes_per_client == 0 else ""
+        where = f"flower: {-(-graph.num_nodes // k)} SuperNodes x {k} node-clients{auto}"
+    say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {where})")
     bar = _bar(graph.num_nodes, "nodes", show_progress)
     release, t = collect_and_release(config, graph, bar.update if bar else None, grid)
     if bar:
