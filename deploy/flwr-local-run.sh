@@ -24,15 +24,22 @@ mkdir -p "$FLWR_HOME"
 [ -f "$FLWR_HOME/config.toml" ] || printf '[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = ":local:"\n' >"$FLWR_HOME/config.toml"
 rm -f "$RESULT"
 
-stop_superlink() {
-  # The local SuperLink (and its SuperExec) carry our FLWR_HOME in their environment.
+ours() {
+  # Flower's local SuperLink and what it spawned (SuperExec, simulation) carry our FLWR_HOME.
   for env in /proc/[0-9]*/environ; do
     pid=${env#/proc/}; pid=${pid%/environ}
     if tr '\0' '\n' 2>/dev/null <"$env" | grep -qx "FLWR_HOME=$FLWR_HOME" &&
-      tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qE 'flower-(superlink|superexec)'; then
-      kill "$pid" 2>/dev/null || true
+      tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qE 'bin/(flower|flwr)-(superlink|superexec|simulation|serverapp|clientapp)'; then
+      echo "$pid"
     fi
   done
+}
+stop_superlink() {
+  local pids; pids=$(ours)
+  [ -n "$pids" ] && kill $pids 2>/dev/null
+  for _ in $(seq 50); do [ -z "$(ours)" ] && return 0; sleep 0.2; done
+  pids=$(ours); [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  return 0
 }
 trap stop_superlink EXIT
 
