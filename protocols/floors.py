@@ -93,10 +93,6 @@ class FeaturesOnly(LdpProtocol):
     def eps_features(self) -> float:
         return self.epsilon * self.feature_share
 
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any]) -> FeaturesOnly:
-        return cls(float(cfg["epsilon"]), float(cfg.get("feature_share", 0.5)))
-
     def config(self) -> dict[str, Any]:
         return {"protocol": self.name, "epsilon": self.epsilon, "feature_share": self.feature_share}
 

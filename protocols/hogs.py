@@ -248,18 +248,6 @@ class HogsProtocol(LdpProtocol):
         self.params = params
         self.name = "hogs-edge" if params.public_features else "hogs"
 
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any]) -> HogsProtocol:
-        return cls(
-            HogsParams(
-                epsilon=float(cfg["epsilon"]),
-                feature_share=float(cfg.get("feature_share", 0.5)),
-                tau=float(cfg.get("tau", 0.5)),
-                steps=int(cfg.get("steps", 1)),
-                public_features=cfg["protocol"] == "hogs-edge",
-            )
-        )
-
     def config(self) -> dict[str, Any]:
         p = self.params
         return {
