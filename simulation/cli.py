@@ -106,6 +106,36 @@ def _add_datasets(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _add_results(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "results",
+        help="list, filter, aggregate and export the runs in a results store",
+        description="List the runs of a results store (one row per run), filtered; aggregate "
+        "the repeats of a configuration (--group), print JSON or write CSV.",
+    )
+    p.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="results store (default: $LDPGRAPH_STORE, else ./results/ldpgraph.db)",
+    )
+    p.add_argument("--protocol", default=None, help="only runs of this protocol")
+    p.add_argument("--dataset", default=None, help="only runs on this dataset")
+    p.add_argument("--model", default=None, help="only runs training this model")
+    p.add_argument("--epsilon", type=float, default=None, help="only runs with this ε")
+    p.add_argument("--sweep", default=None, help="only runs of this sweep")
+    p.add_argument(
+        "--status", choices=("running", "done", "failed"), default=None, help="only these runs"
+    )
+    p.add_argument("--csv", default=None, metavar="FILE", help="write CSV to FILE ('-': stdout)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="aggregate finished runs by configuration (all but the seed): n, mean ± std",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpgraph",
@@ -115,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
+    _add_results(sub)
     return parser
 
 
@@ -210,6 +241,40 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results(args: argparse.Namespace) -> int:
+    from . import store as st
+
+    path = st.default_store_path(args.store)
+    with st.ResultsStore(path, create=False) as results:
+        rows = results.rows(
+            protocol=args.protocol,
+            dataset=args.dataset,
+            model=args.model,
+            epsilon=args.epsilon,
+            sweep=args.sweep,
+            status=args.status,
+        )
+    items = st.group_rows(rows) if args.group else rows
+    what = "configurations" if args.group else "runs"
+    try:
+        if args.csv:
+            flat = items if args.group else [st.flatten_row(r) for r in rows]
+            n = st.write_csv(sys.stdout if args.csv == "-" else args.csv, flat)
+            if args.csv != "-":
+                print(f"wrote {n} {what} to {args.csv}", file=sys.stderr)
+        if args.json:
+            print(st.dumps_rows(items))
+        elif not args.csv:
+            if not items:
+                print(f"no {what} in {path} match", file=sys.stderr)
+            else:
+                print(st.format_groups(items) if args.group else st.format_runs(items))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `ldpgraph results | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def _json_default(obj: Any) -> Any:
     import numpy as np
 
@@ -230,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     flower.EXIT_ON_INTERRUPT = True
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"run": cmd_run, "datasets": cmd_datasets}
+    handlers = {"run": cmd_run, "datasets": cmd_datasets, "results": cmd_results}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -1,0 +1,808 @@
+"""The results store: one SQLite row per run, written as each run finishes.
+
+A run's identity (``run_key``) is the hash of the canonical JSON of the configuration keys that
+determine its result, seed included; ``config_hash`` is the same without the seed, so the repeats
+of one configuration group together. Keys that only say where or how a run executes (data root,
+run directory, device, collection backend, Ray settings, timeouts) are left out: the backends
+give the same reports for the same seed.
+
+Sweeps are resumable: :meth:`ResultsStore.claim` atomically marks a cell 'running' and returns
+False for a cell that is done (never recomputed) or that a live process is running. A 'running'
+row whose owner is gone (its pid is dead on this host, the host has rebooted since, or no sign of
+life for ``stale_after`` seconds) and a 'failed' row are taken over and redone. Several processes
+may write at once: the file is in WAL mode with a busy timeout and every write is one short
+``BEGIN IMMEDIATE`` transaction.
+
+Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.runner.run`'s
+record go to their columns, anything else to ``extra``; :func:`record_from_row` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import functools
+import hashlib
+import io
+import json
+import math
+import os
+import random
+import socket
+import sqlite3
+import statistics
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+#: Version of the table layout below; a store written by a newer ldpgraph is refused.
+SCHEMA_VERSION = 1
+#: Environment variable naming the default store.
+STORE_ENV = "LDPGRAPH_STORE"
+DEFAULT_STORE = Path("results") / "ldpgraph.db"
+#: Configuration keys that do not change a run's result (fnmatch patterns, underscore form).
+NON_RESULT_KEYS: tuple[str, ...] = (
+    "data_root",
+    "run_dir",
+    "result_path",
+    "device",
+    "backend",
+    "nodes_per_client",
+    "ray_*",
+    "wait_timeout",
+    "round_timeout",
+)
+#: A 'running' row with no sign of life for this long is treated as interrupted.
+DEFAULT_STALE_AFTER = 12 * 3600.0
+STATUSES = ("running", "done", "failed")
+
+#: The record keys of ``runner.run`` that have their own JSON column (metrics = accuracy +
+#: training); any other key of a record is kept in ``extra``.
+_RECORD_COLUMNS = ("privacy", "timings", "graph", "release", "versions")
+_RECORD_KNOWN = {"config", "accuracy", "training", "fingerprint", "command", *_RECORD_COLUMNS}
+_JSON_COLUMNS = ("config", "metrics", *_RECORD_COLUMNS, "extra")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    run_key TEXT NOT NULL UNIQUE,
+    config_hash TEXT NOT NULL,
+    sweep TEXT,
+    status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 1,
+    started_at TEXT,
+    finished_at TEXT,
+    heartbeat_at TEXT,
+    pid INTEGER,
+    host TEXT,
+    owner TEXT,
+    protocol TEXT,
+    dataset TEXT,
+    model TEXT,
+    epsilon REAL,
+    seed INTEGER,
+    val_acc REAL,
+    test_acc REAL,
+    config TEXT NOT NULL,
+    metrics TEXT,
+    privacy TEXT,
+    timings TEXT,
+    graph TEXT,
+    release TEXT,
+    versions TEXT,
+    extra TEXT,
+    fingerprint TEXT,
+    command TEXT,
+    git_commit TEXT,
+    git_dirty INTEGER,
+    error TEXT
+);
+CREATE INDEX runs_config_hash ON runs (config_hash);
+CREATE INDEX runs_sweep ON runs (sweep);
+CREATE INDEX runs_select ON runs (protocol, dataset, model, epsilon);
+"""
+
+
+class StoreError(ValueError):
+    """The store cannot be used (not a store, a newer schema, unwritable); one line for users."""
+
+
+# --- run identity -------------------------------------------------------------------------
+
+
+def canonical_config(config: Any) -> dict[str, Any]:
+    """The full configuration as a plain dict: keys in underscore form, the missing keys of
+    :class:`~ldpgraph.simulation.config.RunConfig` filled with their defaults. Accepts a
+    RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
+    from .config import RunConfig
+
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    out = RunConfig().to_dict()
+    out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
+    return out
+
+
+def _canon(value: Any) -> Any:
+    """Numbers normalised so that 8 and 8.0 hash alike; containers recursively."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canon(v) for v in value]
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        return repr(value) if not math.isfinite(value) else value
+    return str(value)
+
+
+def config_hash(config: Any, exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed")) -> str:
+    """SHA-256 of the canonical JSON of ``config`` without the keys matching ``exclude``
+    (fnmatch patterns). By default the seed is left out too: repeats of one configuration
+    share this hash."""
+    patterns = tuple(exclude)
+    cfg = canonical_config(config)
+    kept = {
+        k: _canon(v) for k, v in cfg.items() if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
+    }
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_key(config: Any) -> str:
+    """The identity of one run: :func:`config_hash` with the seed included."""
+    return config_hash(config, exclude=NON_RESULT_KEYS)
+
+
+# --- environment ------------------------------------------------------------------------------
+
+
+def default_store_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """``path`` if given, else ``$LDPGRAPH_STORE``, else ``./results/ldpgraph.db``."""
+    return Path(path or os.environ.get(STORE_ENV) or DEFAULT_STORE)
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the ldpgraph source checkout this module runs from, or (None, None)
+    when it is not one (an installed wheel). Cached."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            return None, None  # some other repository around an installed copy
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        return commit, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+@functools.lru_cache(maxsize=1)
+def _machine() -> str:
+    """This host's boot and pid namespace: pids are only comparable when it matches."""
+    parts = []
+    for path in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
+        try:
+            parts.append(os.readlink(path) if path.endswith("/pid") else Path(path).read_text())
+        except OSError:
+            parts.append("")
+    return "/".join(p.strip() for p in parts)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    except OSError:
+        return False
+    try:  # a zombie has finished: it is not running our cell
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat(timespec="seconds")
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return obj.tolist()
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    return str(obj)
+
+
+def _dumps(obj: Any) -> str | None:
+    if obj is None:
+        return None
+    return json.dumps(obj, default=_json_default, ensure_ascii=False)
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+class ResultsStore:
+    """One SQLite file of runs. Safe for several processes writing at once; open one instance
+    per process (a connection does not cross ``fork``)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        timeout: float = 60.0,
+        stale_after: float = DEFAULT_STALE_AFTER,
+    ) -> None:
+        self.path = default_store_path(path)
+        self.stale_after = float(stale_after)
+        if not self.path.exists():
+            if not create:
+                raise FileNotFoundError(
+                    f"no results store at {self.path} (choose one with --store or ${STORE_ENV})"
+                )
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the results store {self.path}: {exc}") from None
+        try:
+            self._con = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the results store {self.path}: {exc}") from None
+        try:
+            self._con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._retry_locked(lambda: self._con.execute("PRAGMA journal_mode = WAL"), timeout)
+            self._retry_locked(self._init_schema, timeout)
+        except sqlite3.DatabaseError as exc:
+            self._con.close()
+            raise StoreError(f"{self.path} is not a usable ldpgraph results store: {exc}") from None
+        except BaseException:
+            self._con.close()
+            raise
+
+    # -- housekeeping --
+
+    @staticmethod
+    def _retry_locked(step: Any, timeout: float) -> None:
+        """Run ``step``, retrying while the database is locked. Switching a fresh file to WAL
+        can fail at once with "database is locked" (SQLite does not wait on the busy handler
+        there) when several processes open a new store together."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02 + 0.05 * random.random())
+
+    def _tables(self) -> set[str]:
+        rows = self._con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {r[0] for r in rows}
+
+    def _init_schema(self) -> None:
+        if not self._tables():
+            with self._write() as con:
+                if not self._tables():  # another process may have been first
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            con.execute(statement)
+                    con.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?), "
+                        "('created_at', ?)",
+                        (str(SCHEMA_VERSION), _iso(_now())),
+                    )
+        tables = self._tables()
+        if not {"meta", "runs"} <= tables:
+            raise StoreError(f"{self.path} is an SQLite file but not an ldpgraph results store")
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path} has no schema version; not an ldpgraph results store")
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the results store {self.path} has schema version {version}, newer than this "
+                f"ldpgraph understands ({SCHEMA_VERSION}): upgrade ldpgraph to read it"
+            )
+        if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
+            raise StoreError(f"the results store {self.path} has an unknown old schema {version}")
+        self.schema_version = version
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database's write lock from its start."""
+        con = self._con
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- claiming and recording --
+
+    def _abandoned(
+        self, pid: int | None, host: str | None, owner: str | None, beat: str | None
+    ) -> bool:
+        """Whether a 'running' row's owner is gone."""
+        if host == socket.gethostname():
+            here = _machine()
+            if owner == here and pid is not None:
+                if not _pid_alive(int(pid)):
+                    return True
+            elif owner and here and owner.split("/")[0] != here.split("/")[0]:
+                return True  # this host has rebooted since the row was claimed
+        if beat is None:
+            return True
+        age = (_now() - datetime.fromisoformat(beat)).total_seconds()
+        return age > self.stale_after
+
+    def _owner_fields(self) -> dict[str, Any]:
+        commit, dirty = git_state()
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "owner": _machine(),
+            "git_commit": commit,
+            "git_dirty": None if dirty is None else int(dirty),
+        }
+
+    @staticmethod
+    def _config_fields(cfg: dict[str, Any]) -> dict[str, Any]:
+        seed = cfg.get("seed")
+        return {
+            "run_key": run_key(cfg),
+            "config_hash": config_hash(cfg),
+            "protocol": cfg.get("protocol"),
+            "dataset": cfg.get("dataset"),
+            "model": cfg.get("model"),
+            "epsilon": _float(cfg.get("epsilon")),
+            "seed": int(seed) if isinstance(seed, int | float) else None,
+            "config": _dumps(cfg),
+        }
+
+    def _upsert(self, con: sqlite3.Connection, values: dict[str, Any], where: str = "") -> None:
+        cols = list(values)
+        update = [c for c in cols if c not in ("run_key", "started_at")]
+        sets = [
+            f"{c} = COALESCE(excluded.{c}, runs.{c})" if c == "sweep" else f"{c} = excluded.{c}"
+            for c in update
+        ]
+        con.execute(
+            f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+            f"ON CONFLICT (run_key) DO UPDATE SET {', '.join(sets)} {where}",
+            [values[c] for c in cols],
+        )
+
+    def claim(self, config: Any, sweep: str | None = None, *, retry_failed: bool = True) -> bool:
+        """Mark the run 'running' for this process; False if it is done or a live process runs
+        it. A 'running' row whose owner is gone, and (with ``retry_failed``) a 'failed' row, is
+        taken over."""
+        cfg = canonical_config(config)
+        fields = self._config_fields(cfg)
+        now = _iso(_now())
+        with self._write() as con:
+            row = con.execute(
+                "SELECT status, pid, host, owner, heartbeat_at FROM runs WHERE run_key = ?",
+                (fields["run_key"],),
+            ).fetchone()
+            if row is not None:
+                status, pid, host, owner, beat = row
+                if status == "done":
+                    return False
+                if status == "failed" and not retry_failed:
+                    return False
+                if status == "running" and not self._abandoned(pid, host, owner, beat):
+                    return False
+            values = {
+                **fields,
+                **self._owner_fields(),
+                "sweep": sweep,
+                "status": "running",
+                "started_at": now,
+                "heartbeat_at": now,
+                "finished_at": None,
+                "error": None,
+            }
+            if row is None:
+                self._upsert(con, values)
+            else:
+                sets = ", ".join(
+                    f"{c} = COALESCE(?, sweep)" if c == "sweep" else f"{c} = ?"
+                    for c in values
+                    if c != "run_key"
+                )
+                con.execute(
+                    f"UPDATE runs SET {sets}, attempts = attempts + 1 WHERE run_key = ?",
+                    [v for c, v in values.items() if c != "run_key"] + [fields["run_key"]],
+                )
+        return True
+
+    def heartbeat(self, config: Any) -> None:
+        """Tell other processes this process still runs the cell (for runs longer than
+        ``stale_after``)."""
+        with self._write() as con:
+            con.execute(
+                "UPDATE runs SET heartbeat_at = ? WHERE run_key = ? AND status = 'running' "
+                "AND pid = ? AND host = ?",
+                (_iso(_now()), run_key(config), os.getpid(), socket.gethostname()),
+            )
+
+    def finish(self, config: Any, result: dict[str, Any], sweep: str | None = None) -> int:
+        """Store the record of a finished run (the dict ``runner.run`` returns) as 'done';
+        returns the row id. Works with or without a prior :meth:`claim`."""
+        cfg = canonical_config(config)
+        accuracy = result.get("accuracy") or {}
+        finished = _now()
+        total = _float((result.get("timings") or {}).get("total"))
+        started = finished.timestamp() - (total or 0.0)
+        extra = {k: v for k, v in result.items() if k not in _RECORD_KNOWN}
+        values = {
+            **self._config_fields(cfg),
+            **self._owner_fields(),
+            "sweep": sweep,
+            "status": "done",
+            "started_at": _iso(datetime.fromtimestamp(started, UTC)),
+            "finished_at": _iso(finished),
+            "heartbeat_at": _iso(finished),
+            "val_acc": _float(accuracy.get("val")),
+            "test_acc": _float(accuracy.get("test")),
+            "metrics": _dumps({"accuracy": accuracy, "training": result.get("training") or {}}),
+            **{c: _dumps(result.get(c)) for c in _RECORD_COLUMNS},
+            "extra": _dumps(extra) if extra else None,
+            "fingerprint": result.get("fingerprint"),
+            "command": result.get("command"),
+            "error": None,
+        }
+        with self._write() as con:
+            self._upsert(con, values)
+            row = con.execute(
+                "SELECT id FROM runs WHERE run_key = ?", (values["run_key"],)
+            ).fetchone()
+        return int(row[0])
+
+    def fail(self, config: Any, message: str, sweep: str | None = None) -> None:
+        """Mark the run 'failed' with ``message`` (a later :meth:`claim` retries it). A run
+        already 'done' stays done."""
+        cfg = canonical_config(config)
+        now = _iso(_now())
+        values = {
+            **self._config_fields(cfg),
+            **self._owner_fields(),
+            "sweep": sweep,
+            "status": "failed",
+            "started_at": now,
+            "finished_at": now,
+            "heartbeat_at": now,
+            "error": str(message),
+        }
+        with self._write() as con:
+            self._upsert(con, values, where="WHERE runs.status != 'done'")
+
+    # -- reading --
+
+    def get(self, config: Any) -> dict[str, Any] | None:
+        """The row of this run, or None."""
+        rows = self._select("WHERE run_key = ?", [run_key(config)])
+        return rows[0] if rows else None
+
+    def is_done(self, config: Any) -> bool:
+        row = self._con.execute(
+            "SELECT status FROM runs WHERE run_key = ?", (run_key(config),)
+        ).fetchone()
+        return row is not None and row[0] == "done"
+
+    def rows(
+        self,
+        *,
+        protocol: str | None = None,
+        dataset: str | None = None,
+        model: str | None = None,
+        epsilon: float | None = None,
+        sweep: str | None = None,
+        status: str | None = None,
+        seed: int | None = None,
+        config_hash: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The runs matching every given filter, oldest first, each a dict of the columns with
+        the JSON columns parsed."""
+        where, args = [], []
+        for name, value in (
+            ("protocol", protocol),
+            ("dataset", dataset),
+            ("model", model),
+            ("sweep", sweep),
+            ("status", status),
+            ("seed", seed),
+            ("config_hash", config_hash),
+        ):
+            if value is not None:
+                where.append(f"{name} = ?")
+                args.append(value)
+        if epsilon is not None:
+            where.append("abs(epsilon - ?) <= ?")
+            args += [float(epsilon), 1e-9 * max(1.0, abs(float(epsilon)))]
+        return self._select(("WHERE " + " AND ".join(where)) if where else "", args)
+
+    def _select(self, where: str, args: list[Any]) -> list[dict[str, Any]]:
+        cur = self._con.execute(f"SELECT * FROM runs {where} ORDER BY id", args)
+        names = [d[0] for d in cur.description]
+        out = []
+        for values in cur.fetchall():
+            row = dict(zip(names, values, strict=True))
+            for c in _JSON_COLUMNS:
+                row[c] = json.loads(row[c]) if row[c] is not None else None
+            if row["git_dirty"] is not None:
+                row["git_dirty"] = bool(row["git_dirty"])
+            out.append(row)
+        return out
+
+    def export_csv(
+        self, path_or_file: str | os.PathLike[str] | IO[str], rows: list[dict] | None = None
+    ) -> int:
+        """Write ``rows`` (default: every run) as CSV with flattened columns (``config.*``,
+        ``accuracy.*``, ``privacy.epsilon``, ``timings.total`` …); returns the number written."""
+        rows = self.rows() if rows is None else rows
+        return write_csv(path_or_file, [flatten_row(r) for r in rows])
+
+
+# --- rows, records, tables --------------------------------------------------------------------
+
+#: Run columns first in a CSV, before the flattened JSON ones.
+_CSV_HEAD = (
+    "id",
+    "run_key",
+    "config_hash",
+    "sweep",
+    "status",
+    "attempts",
+    "started_at",
+    "finished_at",
+    "host",
+    "git_commit",
+    "git_dirty",
+)
+
+
+def record_from_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Rebuild the result record (as ``runner.run`` returned it) from a stored row."""
+    metrics = row.get("metrics") or {}
+    record: dict[str, Any] = {
+        "config": row["config"],
+        "accuracy": metrics.get("accuracy"),
+        "training": metrics.get("training"),
+    }
+    for c in _RECORD_COLUMNS:
+        record[c] = row.get(c)
+    record["fingerprint"] = row.get("fingerprint")
+    record["command"] = row.get("command")
+    record.update(row.get("extra") or {})
+    return record
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list | tuple):
+        out[prefix] = json.dumps(value, default=_json_default, ensure_ascii=False)
+    else:
+        out[prefix] = value
+
+
+def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One run as a flat dict with dotted column names (lists as JSON text)."""
+    out = {c: row.get(c) for c in _CSV_HEAD}
+    metrics = row.get("metrics") or {}
+    _flatten("config", row.get("config") or {}, out)
+    _flatten("accuracy", metrics.get("accuracy") or {}, out)
+    _flatten("training", metrics.get("training") or {}, out)
+    for c in ("privacy", "graph", "release", "timings", "versions"):
+        _flatten(c, row.get(c) or {}, out)
+    _flatten("", row.get("extra") or {}, out)
+    for c in ("fingerprint", "command", "error"):
+        out[c] = row.get(c)
+    return out
+
+
+def write_csv(path_or_file: str | os.PathLike[str] | IO[str], dicts: list[dict]) -> int:
+    """Write flat dicts as CSV; the columns are their keys in order of first appearance."""
+    columns: dict[str, None] = {}
+    flat = []
+    for d in dicts:
+        f: dict[str, Any] = {}
+        _flatten("", d, f)
+        flat.append(f)
+        columns.update(dict.fromkeys(f))
+
+    def write(fh: IO[str]) -> None:
+        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(flat)
+
+    if isinstance(path_or_file, str | os.PathLike):
+        path = Path(path_or_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            write(fh)
+    else:
+        write(path_or_file)
+    return len(flat)
+
+
+def group_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Aggregate finished runs by ``config_hash``: n runs, their seeds, mean and sample std of
+    test and validation accuracy (std None for a single run)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["status"] == "done" and r.get("test_acc") is not None:
+            groups.setdefault(r["config_hash"], []).append(r)
+    out = []
+    for h, rs in groups.items():
+        config = {k: v for k, v in rs[0]["config"].items() if k != "seed"}
+        entry: dict[str, Any] = {
+            "config_hash": h,
+            "protocol": rs[0]["protocol"],
+            "dataset": rs[0]["dataset"],
+            "model": rs[0]["model"],
+            "epsilon": rs[0]["epsilon"],
+            "n": len(rs),
+            "seeds": sorted(r["seed"] for r in rs),
+        }
+        for name in ("test", "val"):
+            vals = [r[f"{name}_acc"] for r in rs if r.get(f"{name}_acc") is not None]
+            entry[f"{name}_mean"] = statistics.fmean(vals) if vals else None
+            entry[f"{name}_std"] = statistics.stdev(vals) if len(vals) > 1 else None
+        entry["config"] = config
+        out.append(entry)
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}"
+
+
+def _table(headers: list[str], body: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in body)])
+
+
+def format_runs(rows: list[dict[str, Any]]) -> str:
+    """A text table of runs: id, sweep, protocol, dataset, model, ε, seed, val, test (in %),
+    status, finished."""
+    body = [
+        [
+            str(r["id"]),
+            r.get("sweep") or "-",
+            r.get("protocol") or "-",
+            r.get("dataset") or "-",
+            r.get("model") or "-",
+            "-" if r.get("epsilon") is None else f"{r['epsilon']:g}",
+            "-" if r.get("seed") is None else str(r["seed"]),
+            _pct(r.get("val_acc")),
+            _pct(r.get("test_acc")),
+            r["status"],
+            (r.get("finished_at") or "-").replace("T", " ")[:16],
+        ]
+        for r in rows
+    ]
+    headers = ["id", "sweep", "protocol", "dataset", "model", "ε", "seed", "val%", "test%"]
+    return _table([*headers, "status", "finished"], body, right={0, 5, 6, 7, 8})
+
+
+def format_groups(groups: list[dict[str, Any]]) -> str:
+    """A text table of :func:`group_rows`: mean ± std of test and validation accuracy (%)."""
+
+    def pm(mean: float | None, std: float | None) -> str:
+        return _pct(mean) + (" ± " + _pct(std) if std is not None else "")
+
+    body = [
+        [
+            g["config_hash"][:12],
+            g["protocol"] or "-",
+            g["dataset"] or "-",
+            g["model"] or "-",
+            "-" if g["epsilon"] is None else f"{g['epsilon']:g}",
+            str(g["n"]),
+            pm(g["test_mean"], g["test_std"]),
+            pm(g["val_mean"], g["val_std"]),
+        ]
+        for g in groups
+    ]
+    headers = ["config", "protocol", "dataset", "model", "ε", "n", "test%", "val%"]
+    return _table(headers, body, right={4, 5, 6, 7})
+
+
+def record_run(
+    store_path: str | os.PathLike[str] | None,
+    config: Any,
+    result: dict[str, Any],
+    sweep: str | None = None,
+) -> int:
+    """Store one finished run in the store at ``store_path`` (None: the default store);
+    returns its row id."""
+    with ResultsStore(store_path) as store:
+        return store.finish(config, result, sweep=sweep)
+
+
+def dumps_rows(rows: list[dict[str, Any]]) -> str:
+    """Rows or groups as indented JSON."""
+    buf = io.StringIO()
+    json.dump(rows, buf, indent=2, default=_json_default, ensure_ascii=False)
+    return buf.getvalue()
+
+
+__all__ = [
+    "DEFAULT_STALE_AFTER",
+    "NON_RESULT_KEYS",
+    "SCHEMA_VERSION",
+    "ResultsStore",
+    "StoreError",
+    "canonical_config",
+    "config_hash",
+    "default_store_path",
+    "dumps_rows",
+    "flatten_row",
+    "format_groups",
+    "format_runs",
+    "group_rows",
+    "record_from_row",
+    "record_run",
+    "run_key",
+    "write_csv",
+]

@@ -1,0 +1,438 @@
+"""The results store: run identity, claim/finish/fail semantics (finished cells are never
+recomputed, interrupted ones are redone), concurrent writers, filters, CSV, schema versioning
+and `ldpgraph results`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing as mp
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from ldpgraph.simulation import cli, store
+from ldpgraph.simulation.config import RunConfig
+from ldpgraph.simulation.store import (
+    ResultsStore,
+    StoreError,
+    canonical_config,
+    config_hash,
+    record_from_row,
+    record_run,
+    run_key,
+)
+
+DATA = "synthetic:n=50,classes=2,d=8"
+
+
+def cfg(**kw) -> dict:
+    base = {"dataset": DATA, "backend": "local", "epochs": 3}
+    return RunConfig(**{**base, **kw}).to_dict()
+
+
+def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
+    """Shaped like runner.run's record."""
+    return {
+        "config": config,
+        "accuracy": {"val": val, "test": test, "train": 0.9},
+        "training": {"best_epoch": 2, "epochs_run": 3, "device": "cpu"},
+        "privacy": {
+            "protocol": config["protocol"],
+            "unit": "one adjacency bit",
+            "epsilon": config["epsilon"],
+            "delta": 0.0,
+            "accountant": "closed form",
+            "parts": [{"part": "adjacency", "epsilon": config["epsilon"] / 2}],
+            "paper_epsilon": None,
+            "notes": ["a note"],
+        },
+        "graph": {"original": {"nodes": 50, "edges": 100}, "synthetic": {"nodes": 50, "edges": 90}},
+        "release": {"kept_pairs": 90},
+        "fingerprint": f"fp-{config['seed']}",
+        "timings": {"load": 0.1, "collect": 0.2, "train": 0.3, "total": 0.6},
+        "versions": {"python": "3.11", "ldpgraph": "0.1.0"},
+        "command": "ldpgraph run",
+    }
+
+
+@pytest.fixture
+def db(tmp_path):
+    with ResultsStore(tmp_path / "r.db") as s:
+        yield s
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+def test_run_key_is_stable_and_ignores_non_result_keys():
+    c = cfg(seed=3)
+    key = run_key(c)
+    assert run_key(dict(reversed(list(c.items())))) == key
+    assert run_key({k.replace("_", "-"): v for k, v in c.items()}) == key
+    moved = {
+        **c,
+        "data_root": "/elsewhere",
+        "run_dir": "/tmp/x",
+        "device": "cuda",
+        "backend": "flower",
+        "ray_actors": 7,
+        "ray_address": "ray://h:1",
+        "nodes_per_client": 4,
+        "wait_timeout": 5.0,
+        "round_timeout": 9.0,
+    }
+    assert run_key(moved) == key
+    assert run_key({**c, "epsilon": 8}) == run_key({**c, "epsilon": 8.0})
+    # missing keys mean their defaults
+    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3}) == key
+    assert run_key(RunConfig(dataset=DATA, epochs=3, seed=3)) == key
+    assert config_hash(c, exclude=()) != config_hash(moved, exclude=())
+
+
+def test_seed_changes_run_key_not_config_hash():
+    a, b = cfg(seed=0), cfg(seed=1)
+    assert run_key(a) != run_key(b)
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(cfg(seed=0, epsilon=2.0)) != config_hash(a)
+    assert run_key(cfg(seed=0, epochs=4)) != run_key(a)
+
+
+# --- claim / finish / fail ------------------------------------------------------------------
+
+
+def test_claim_finish_and_never_recompute(db):
+    c = cfg(seed=1)
+    assert not db.is_done(c)
+    assert db.claim(c, sweep="s1")
+    assert not db.claim(c)  # this live process runs it
+    row = db.get(c)
+    assert row["status"] == "running" and row["sweep"] == "s1" and row["attempts"] == 1
+    rec = fake_record(c, test=0.61)
+    rid = db.finish(c, rec)
+    assert rid == row["id"]
+    assert db.is_done(c)
+    assert not db.claim(c, sweep="s1")
+    (row,) = db.rows()
+    assert row["status"] == "done" and row["test_acc"] == pytest.approx(0.61)
+    assert row["sweep"] == "s1" and row["host"] == socket.gethostname()
+    assert row["started_at"] <= row["finished_at"]
+    assert record_from_row(row) == rec  # nothing of the record is lost
+
+
+def test_extra_record_keys_are_kept(db):
+    c = cfg()
+    rec = {**fake_record(c), "attack": {"auc": 0.7}}
+    db.finish(c, rec)
+    assert record_from_row(db.get(c)) == rec
+
+
+def test_interrupted_run_of_dead_pid_is_redone(db):
+    c = cfg(seed=2)
+    assert db.claim(c)
+    db._con.execute("UPDATE runs SET pid = ?", (_dead_pid(),))
+    assert db.claim(c)
+    row = db.get(c)
+    assert row["status"] == "running" and row["attempts"] == 2
+    assert row["pid"] == os.getpid()
+
+
+def test_running_row_of_another_host_waits_for_stale_timeout(tmp_path):
+    c = cfg(seed=4)
+    with ResultsStore(tmp_path / "r.db") as s:
+        assert s.claim(c)
+        s._con.execute("UPDATE runs SET heartbeat_at = '2000-01-01T00:00:00+00:00'")
+        s.heartbeat(c)
+        assert s.get(c)["heartbeat_at"] > "2001"
+        s._con.execute("UPDATE runs SET host = 'elsewhere', pid = 1")
+        assert not s.claim(c)  # alive as far as we can tell
+    with ResultsStore(tmp_path / "r.db", stale_after=0) as s:
+        s._con.execute("UPDATE runs SET heartbeat_at = '2000-01-01T00:00:00+00:00'")
+        assert s.claim(c)
+        assert s.get(c)["host"] == socket.gethostname()
+
+
+def test_running_row_from_before_a_reboot_is_redone(db):
+    c = cfg(seed=5)
+    assert db.claim(c)
+    db._con.execute("UPDATE runs SET owner = 'another-boot-id/pid:[1]'")
+    assert db.claim(c)
+
+
+def test_failed_run_is_retried_and_done_is_not_downgraded(db):
+    c = cfg(seed=6)
+    assert db.claim(c)
+    db.fail(c, "out of memory")
+    row = db.get(c)
+    assert row["status"] == "failed" and row["error"] == "out of memory"
+    assert not db.claim(c, retry_failed=False)
+    assert db.claim(c)
+    assert db.get(c)["error"] is None and db.get(c)["attempts"] == 2
+    db.finish(c, fake_record(c))
+    db.fail(c, "late failure of a duplicate")
+    assert db.get(c)["status"] == "done" and db.get(c)["error"] is None
+    db.fail(cfg(seed=7), "failed before any claim")
+    assert db.rows(status="failed")[0]["seed"] == 7
+
+
+def _worker(path: str, configs: list[dict], own: list[dict]) -> None:
+    with ResultsStore(path) as s:
+        for c in configs:
+            if s.claim(c, sweep="conc"):
+                s.finish(c, fake_record(c))
+        for c in own:
+            s.finish(c, fake_record(c), sweep="own")
+
+
+def test_two_processes_writing_concurrently_lose_nothing(tmp_path):
+    path = str(tmp_path / "r.db")  # created by the two processes at once
+    shared = [cfg(seed=s) for s in range(20)]
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    own = [[cfg(seed=seed, epochs=e) for e in (4, 5, 6)] for seed in (100, 200)]
+    procs = [
+        ctx.Process(target=_worker, args=(path, shared, own[0])),
+        ctx.Process(target=_worker, args=(path, shared[::-1], own[1])),
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    with ResultsStore(path) as s:
+        conc = s.rows(sweep="conc")
+        assert len(conc) == 20 and {r["seed"] for r in conc} == set(range(20))
+        assert all(r["status"] == "done" and r["attempts"] == 1 for r in conc)  # claimed once
+        assert {r["pid"] for r in conc} <= {p.pid for p in procs}
+        mine = s.rows(sweep="own")
+        assert sorted((r["seed"], r["config"]["epochs"]) for r in mine) == sorted(
+            (c["seed"], c["epochs"]) for c in own[0] + own[1]
+        )
+        assert len(s.rows()) == 26
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filled(db):
+    specs = [
+        ("hogs", DATA, "gcn", 1.0, 0, "a", 0.50),
+        ("hogs", DATA, "gcn", 1.0, 1, "a", 0.60),
+        ("hogs", DATA, "gcn", 4.0, 0, "a", 0.70),
+        ("hogs", DATA, "mlp", 4.0, 0, "b", 0.30),
+        ("features-only", DATA, "gcn", 4.0, 0, "b", 0.40),
+    ]
+    for protocol, dataset, model, eps, seed, sweep, test in specs:
+        c = cfg(protocol=protocol, dataset=dataset, model=model, epsilon=eps, seed=seed)
+        db.claim(c, sweep=sweep)
+        db.finish(c, fake_record(c, test=test))
+    c = cfg(epsilon=2.0)
+    db.claim(c, sweep="b")
+    db.fail(c, "boom")
+    return db
+
+
+def test_filters(filled):
+    db = filled
+    assert len(db.rows()) == 6
+    assert len(db.rows(protocol="hogs")) == 5
+    assert len(db.rows(model="mlp")) == 1
+    assert len(db.rows(epsilon=4)) == 3
+    assert len(db.rows(epsilon=1.0, model="gcn")) == 2
+    assert len(db.rows(sweep="b")) == 3
+    assert len(db.rows(status="failed")) == 1
+    assert db.rows(status="failed")[0]["error"] == "boom"
+    assert db.rows(dataset="cora") == []
+    row = db.rows(model="mlp")[0]
+    assert row["config"]["model"] == "mlp" and row["privacy"]["epsilon"] == 4.0
+    assert row["metrics"]["accuracy"]["test"] == pytest.approx(0.3)
+
+
+def test_group_rows(filled):
+    groups = store.group_rows(filled.rows())
+    assert len(groups) == 4  # the failed run does not count
+    g = next(g for g in groups if g["n"] == 2)
+    assert g["epsilon"] == 1.0 and g["seeds"] == [0, 1]
+    assert g["test_mean"] == pytest.approx(0.55)
+    assert g["test_std"] == pytest.approx(0.0707107, rel=1e-5)
+    assert "seed" not in g["config"]
+
+
+def test_csv_export_round_trip(filled, tmp_path):
+    out = tmp_path / "runs.csv"
+    assert filled.export_csv(out) == 6
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 6
+    for col in (
+        "id",
+        "run_key",
+        "config_hash",
+        "status",
+        "config.protocol",
+        "config.epsilon",
+        "config.seed",
+        "accuracy.test",
+        "accuracy.val",
+        "privacy.epsilon",
+        "timings.total",
+        "versions.python",
+        "fingerprint",
+        "error",
+    ):
+        assert col in rows[0], col
+    done = [r for r in rows if r["status"] == "done"]
+    assert [float(r["accuracy.test"]) for r in done] == [0.5, 0.6, 0.7, 0.3, 0.4]
+    assert float(done[2]["privacy.epsilon"]) == 4.0 and float(done[2]["timings.total"]) == 0.6
+    assert json.loads(done[0]["privacy.parts"])[0]["part"] == "adjacency"
+    assert rows[-1]["status"] == "failed" and rows[-1]["error"] == "boom"
+
+
+# --- the file ------------------------------------------------------------------------------
+
+
+def test_wal_and_schema_version(tmp_path):
+    path = tmp_path / "r.db"
+    with ResultsStore(path) as s:
+        assert s._con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert s.schema_version == store.SCHEMA_VERSION
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="schema version 99, newer"):
+        ResultsStore(path)
+
+
+def test_not_a_store(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_text("not sqlite at all, definitely not" * 10)
+    with pytest.raises(StoreError, match="not a usable ldpgraph results store"):
+        ResultsStore(junk)
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="not an ldpgraph results store"):
+        ResultsStore(other)
+    with pytest.raises(FileNotFoundError, match="no results store"):
+        ResultsStore(tmp_path / "missing.db", create=False)
+
+
+def test_default_path(monkeypatch, tmp_path):
+    monkeypatch.delenv(store.STORE_ENV, raising=False)
+    assert store.default_store_path() == store.DEFAULT_STORE
+    monkeypatch.setenv(store.STORE_ENV, str(tmp_path / "env.db"))
+    assert store.default_store_path() == tmp_path / "env.db"
+    assert store.default_store_path(tmp_path / "x.db") == tmp_path / "x.db"
+
+
+def test_real_run_is_stored_and_read_back(tmp_path):
+    from ldpgraph.simulation.runner import run
+
+    config = RunConfig(dataset="synthetic:n=200,classes=3,d=30", epochs=3, backend="local")
+    result = run(config)
+    path = tmp_path / "real.db"
+    rid = record_run(path, config, result, sweep="real")
+    with ResultsStore(path) as s:
+        row = s.get(config)
+        assert row["id"] == rid and row["status"] == "done" and s.is_done(config.to_dict())
+        assert row["test_acc"] == result["accuracy"]["test"]
+        assert row["privacy"]["epsilon"] == result["privacy"]["epsilon"]
+        assert row["config"] == canonical_config(config)
+        commit, _ = store.git_state()
+        assert row["git_commit"] == commit
+        assert record_from_row(row) == json.loads(json.dumps(result))
+        assert not s.claim(config)
+
+
+# --- ldpgraph results -------------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_table_and_filters(filled, capsys):
+    code, out, _ = run_cli(capsys, "results", "--store", str(filled.path))
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].split() == [
+        "id",
+        "sweep",
+        "protocol",
+        "dataset",
+        "model",
+        "ε",
+        "seed",
+        "val%",
+        "test%",
+        "status",
+        "finished",
+    ]
+    assert len(lines) == 7 and "failed" in lines[-1] and "70.0" in lines[3]
+    code, out, _ = run_cli(
+        capsys, "results", "--store", str(filled.path), "--model", "mlp", "--epsilon", "4"
+    )
+    assert len(out.strip().splitlines()) == 2 and "mlp" in out
+    code, out, err = run_cli(capsys, "results", "--store", str(filled.path), "--dataset", "cora")
+    assert code == 0 and out == "" and "no runs" in err
+
+
+def test_cli_json_and_env_default(filled, capsys, monkeypatch):
+    monkeypatch.setenv(store.STORE_ENV, str(filled.path))
+    code, out, _ = run_cli(capsys, "results", "--json", "--status", "done", "--sweep", "a")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["test_acc"] for r in rows] == [0.5, 0.6, 0.7]
+    assert rows[0]["config"]["protocol"] == "hogs" and rows[0]["privacy"]["unit"]
+
+
+def test_cli_csv(filled, capsys, tmp_path):
+    out_csv = tmp_path / "out" / "runs.csv"
+    code, out, err = run_cli(
+        capsys, "results", "--store", str(filled.path), "--protocol", "hogs", "--csv", str(out_csv)
+    )
+    assert code == 0 and "wrote 5 runs" in err
+    with out_csv.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 5 and {r["config.protocol"] for r in rows} == {"hogs"}
+
+
+def test_cli_group(filled, capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "results", "--store", str(filled.path), "--group")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].split()[:6] == ["config", "protocol", "dataset", "model", "ε", "n"]
+    assert len(lines) == 5
+    assert any("55.0 ± 7.1" in line for line in lines)
+    code, out, _ = run_cli(capsys, "results", "--store", str(filled.path), "--group", "--json")
+    groups = json.loads(out)
+    assert sorted(g["n"] for g in groups) == [1, 1, 1, 2]
+    gcsv = tmp_path / "groups.csv"
+    run_cli(capsys, "results", "--store", str(filled.path), "--group", "--csv", str(gcsv))
+    with gcsv.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {"config_hash", "n", "test_mean", "test_std", "config.epsilon"} <= set(rows[0])
+
+
+def test_cli_missing_store_is_one_line(capsys, tmp_path):
+    missing = tmp_path / "nope.db"
+    code, out, err = run_cli(capsys, "results", "--store", str(missing))
+    assert code == 2
+    assert f"no results store at {missing}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not missing.exists()
