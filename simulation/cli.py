@@ -88,6 +88,12 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+    p.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="also record the run in this results store (SQLite; see `ldpgraph results`)",
+    )
 
 
 def _add_datasets(sub: argparse._SubParsersAction) -> None:
@@ -175,6 +181,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run
 
     result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
+    if args.store:
+        from .store import record_run
+
+        record_run(args.store, config, result)
     if args.json:
         print(json.dumps(result, indent=2, default=_json_default))
     else:

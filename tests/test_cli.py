@@ -176,3 +176,24 @@ def test_flwr_app_config_matches_run_defaults():
     assert ours == RunConfig().to_flwr()
     comps = pyproject["tool"]["flwr"]["app"]["components"]
     assert comps["clientapp"] == "ldpgraph.client.app:app"
+
+
+def test_run_records_into_a_store(capsys, tmp_path):
+    db = tmp_path / "r.db"
+    code, _, _ = run_cli(
+        capsys,
+        "run",
+        "--quiet",
+        "--dataset",
+        SMALL,
+        "--epochs",
+        "3",
+        "--backend",
+        "local",
+        "--store",
+        str(db),
+    )
+    assert code == 0
+    code, out, _ = run_cli(capsys, "results", "--store", str(db), "--json")
+    rows = json.loads(out)
+    assert len(rows) == 1 and rows[0]["status"] == "done" and rows[0]["dataset"] == SMALL
