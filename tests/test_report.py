@@ -1,0 +1,68 @@
+"""Report building: aggregation of final runs, Table III and the reproduction table, figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from ldpgraph.simulation import report
+
+
+def row(ds, proto, model, eps, acc, phase="final", **cfg):
+    return {
+        "status": "done",
+        "dataset": ds,
+        "protocol": proto,
+        "model": model,
+        "epsilon": eps,
+        "test_acc": acc,
+        "extra": {"phase": phase},
+        "config": cfg,
+    }
+
+
+def test_paper_table_is_complete():
+    assert len(report.PAPER_TABLE3) == 3 * 2 * 3 * 3
+    assert report.PAPER_TABLE3[("gcn", "hogs-edge", "cora", 5)] == (84.7, 0.4)
+    assert report.PAPER_TABLE3[("gat", "blink-hard", "lastfm", 4)] == (70.8, 0.9)
+
+
+def test_final_rows_and_aggregate():
+    rows = [row("cora", "hogs-edge", "gcn", 5, a) for a in (0.84, 0.86)]
+    rows.append(row("cora", "hogs-edge", "gcn", 5, 0.10, phase="search"))
+    rows.append({**row("cora", "hogs-edge", "gcn", 5, 0.0), "status": "failed"})
+    agg = report.aggregate(report.final_rows(rows))
+    cell = agg[("cora", "hogs-edge", "gcn", 5.0)]
+    assert cell["n"] == 2 and cell["mean"] == pytest.approx(85.0)
+    assert cell["std"] == pytest.approx(1.41421, abs=1e-4)
+
+
+def test_reproduction_counts_and_substitutes():
+    rows = [
+        row("cora", "hogs-edge", "gcn", 5, 0.847),
+        row("cora", "hogs-edge", "gcn", 5, 0.847),
+        row("cora", "blink-hard", "gcn", 3, 0.60),
+        row("facebook", "hogs-edge", "gcn", 5, 0.90),
+    ]
+    agg = report.aggregate(report.final_rows(rows))
+    md, counts = report.reproduction_markdown(agg, substitutes={"lastfm": "facebook"})
+    assert counts == {"compared": 2, "within": 1}
+    assert "substitute, not counted" in md and "+0.0" in md and "-11.0" in md
+    t3 = report.table3_markdown(agg, ["cora", "facebook"])
+    assert "84.7 ± 0.0" in t3 and "Facebook (LastFM substitute)" in t3
+
+
+def test_plot_writes_png(tmp_path):
+    rows = [
+        row("cora", p, "gcn", e, 0.5 + 0.03 * e + (0.05 if p == "hogs" else 0))
+        for p in ("hogs", "fp-blink")
+        for e in (3, 4, 5)
+        for _ in range(2)
+    ]
+    rows += [row("cora", "none", "gcn", e, 0.88) for e in (3, 5)]
+    rows += [row("cora", "features-only", "mlp", e, 0.6) for e in (3, 5)]
+    out = report.plot_vs(report.aggregate(rows), "cora", "gcn", tmp_path / "f.png")
+    assert out.stat().st_size > 5000
+    swept = [row("cora", "hogs", "gcn", 4, 0.7 + t / 10, tau=t) for t in (0.5, 0.7, 0.9)]
+    agg = report.aggregate(swept, by=("tau",))
+    out2 = report.plot_vs(agg, "cora", "gcn", tmp_path / "g.png", x_index=4, xlabel="τ")
+    assert out2.stat().st_size > 5000
