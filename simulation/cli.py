@@ -142,6 +142,49 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run an experiment file: grid search on validation accuracy, then final runs",
+        description="Run the experiment FILE (TOML, see experiments/): for every cell (dataset, "
+        "protocol, model, ε) run every configuration of the grid runs_per_config times, pick "
+        "the best mean validation accuracy, then run it final_runs times with fresh seeds. "
+        "Resumable: finished runs in the store are never redone; reports are collected once "
+        "per (privacy parameters, seed) and reused for every τ, l and training configuration.",
+    )
+    p.add_argument("file", metavar="FILE", help="experiment file (TOML)")
+    p.add_argument("--grid", default="paper", help="search space: [grid.NAME] of the file")
+    p.add_argument("--dry-run", action="store_true", help="count and estimate; run nothing")
+    p.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="results store (default: the file's store, else results/<name>.db)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes (default: CPU count; 0: in this process)",
+    )
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--only-search", action="store_true", help="run the search phase only")
+    only.add_argument(
+        "--only-final",
+        action="store_true",
+        help="run the final phase only (cells whose search is complete)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the first N cells (file order: dataset, protocol, model, ε)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpgraph",
@@ -152,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_datasets(sub)
     _add_results(sub)
+    _add_sweep(sub)
     return parser
 
 
@@ -285,6 +329,36 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .experiment import load_experiment
+    from .sweep import format_dry_run, run_sweep
+
+    exp = load_experiment(args.file, check_protocols=not args.dry_run)
+    phases = ("search",) if args.only_search else ("final",) if args.only_final else None
+    workers = (os.cpu_count() or 1) if args.workers is None else args.workers
+    if args.dry_run:
+        try:
+            exp.check_protocols()
+        except ValueError as exc:
+            print(f"ldpgraph: warning: {exc}", file=sys.stderr)
+    result = run_sweep(
+        exp,
+        args.grid,
+        store_path=args.store,
+        workers=workers,
+        phases=phases or ("search", "final"),
+        limit=args.limit,
+        dry_run=args.dry_run,
+        progress=not args.quiet,
+        say=_stage_printer(args.quiet),
+    )
+    if args.dry_run:
+        print(format_dry_run(exp, args.grid, result, workers))
+    else:
+        print(result.format())
+    return 0
+
+
 def _json_default(obj: Any) -> Any:
     import numpy as np
 
@@ -305,7 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     flower.EXIT_ON_INTERRUPT = True
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"run": cmd_run, "datasets": cmd_datasets, "results": cmd_results}
+    handlers = {
+        "run": cmd_run,
+        "datasets": cmd_datasets,
+        "results": cmd_results,
+        "sweep": cmd_sweep,
+    }
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -166,3 +166,137 @@ def _bar(total: int, unit: str, enabled: bool):
     return tqdm(
         total=total, unit=unit, leave=False, file=sys.stderr, mininterval=0.5, dynamic_ncols=True
     )
+
+
+# --- reusable stages (used by ``ldpgraph sweep``: one collection, many reconstructions and
+# trainings) ------------------------------------------------------------------------------------
+
+
+def prepare(config: RunConfig) -> tuple[Graph, Any]:
+    """Load the configured dataset and make the run's seeded split."""
+    graph = load_dataset(config.dataset, config.data_root or None)
+    split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
+    return graph, split
+
+
+def _public_features(name: str) -> bool:
+    try:
+        from ldpgraph.protocols.registry import uses_public_features
+    except ImportError:  # pragma: no cover - older registry
+        return name == "hogs-edge"
+    return uses_public_features(name)
+
+
+def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorView, float]:
+    """Collect the reports of a one-round protocol with the local backend, without
+    reconstructing: ``(protocol, round_result, curator_view, seconds)``. Returns None for
+    ``round_result`` when the protocol has several rounds (then use :func:`make_release`)."""
+    from .backends.local import collect_round
+
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    curator = curator_view(graph, _public_features(config.protocol))
+    if protocol.rounds != 1:
+        return protocol, None, curator, 0.0
+    t0 = time.perf_counter()
+    result = collect_round(protocol, graph, 0, protocol.config(), config.seed)
+    return protocol, result, curator, time.perf_counter() - t0
+
+
+def release_from_reports(
+    config: RunConfig, result: Any, curator: CuratorView
+) -> tuple[Release, dict[str, float]]:
+    """The server step of ``config``'s one-round protocol on reports collected earlier
+    (post-processing: reconstruction parameters such as τ and l spend no budget)."""
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    t0 = time.perf_counter()
+    out = protocol.server_step(0, result, curator, config.seed)
+    if not isinstance(out, Release):
+        raise RuntimeError(f"protocol {config.protocol} did not release after one round")
+    return out, {"reconstruct": time.perf_counter() - t0}
+
+
+def make_release(config: RunConfig, graph: Graph) -> tuple[Release, dict[str, float]]:
+    """Collect and reconstruct in one go with the configured backend."""
+    if config.backend == "local":
+        from .backends.local import run_protocol
+
+        protocol = make_protocol(config.protocol, **config.protocol_params())
+        curator = curator_view(graph, _public_features(config.protocol))
+        return run_protocol(protocol, graph, curator, config.seed)
+    return collect_and_release(config, graph)
+
+
+def train_release(
+    config: RunConfig,
+    graph: Graph,
+    split: Any,
+    release: Release,
+    timings: dict[str, float] | None = None,
+    num_threads: int | None = None,
+) -> dict[str, Any]:
+    """Train ``config.model`` on ``release`` and return the result record of :func:`run`
+    (``timings`` holds the collection/reconstruction seconds spent for this release)."""
+    from ldpgraph.server.training import TrainConfig, train_and_evaluate
+
+    tcfg = TrainConfig(
+        model=config.model,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        dropout=config.dropout,
+        epochs=config.epochs,
+        hidden=config.hidden,
+    )
+    t1 = time.perf_counter()
+    metrics = train_and_evaluate(
+        release.edges,
+        release.x,
+        graph.y,
+        split,
+        tcfg,
+        config.seed,
+        device=None if config.device == "auto" else config.device,
+        edge_weight=release.edge_weight,
+        num_classes=graph.num_classes,
+        num_threads=num_threads,
+    )
+    times = dict(timings or {})
+    times["train"] = time.perf_counter() - t1
+    times["total"] = sum(times.values())
+    return _record(config, graph, release, metrics, times)
+
+
+def _record(
+    config: RunConfig,
+    graph: Graph,
+    release: Release,
+    metrics: dict[str, Any],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    return {
+        "config": config.to_dict(),
+        "accuracy": {
+            "val": metrics["val_acc"],
+            "test": metrics["test_acc"],
+            "train": metrics["train_acc"],
+        },
+        "training": {k: metrics[k] for k in ("best_epoch", "epochs_run", "device")},
+        "privacy": release.privacy.to_dict(),
+        "graph": {
+            "original": {
+                "nodes": graph.num_nodes,
+                "edges": graph.num_edges,
+                "features": graph.num_features,
+                "classes": graph.num_classes,
+            },
+            "synthetic": {
+                "nodes": release.num_nodes,
+                "edges": release.num_edges,
+                "features": int(release.x.shape[1]),
+            },
+        },
+        "release": release.stats,
+        "fingerprint": release.fingerprint(),
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "versions": versions(),
+        "command": " ".join(sys.argv),
+    }

@@ -1,0 +1,278 @@
+"""``ldpgraph sweep``: experiment files, counts, release reuse, resumption after a kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ldpgraph.simulation import sweep as sw
+from ldpgraph.simulation.cli import main
+from ldpgraph.simulation.experiment import (
+    ExperimentError,
+    load_experiment,
+    parse_experiment,
+)
+from ldpgraph.simulation.store import ResultsStore
+
+ROOT = Path(__file__).resolve().parents[1]
+SYN = "synthetic:n=150,classes=3,d=20"
+
+TINY = f"""
+name = "tiny"
+datasets = ["{SYN}"]
+protocols = ["hogs", "rr"]
+models = ["gcn"]
+epsilons = [4]
+runs_per_config = 2
+final_runs = 2
+seed = 7
+
+[fixed]
+epochs = 5
+
+[grid.small]
+lr = [0.01, 0.05]
+
+[grid.paper]
+dropout = [0.5, 0.0]
+lr = [0.01, 0.05]
+[grid.paper.hogs]
+feature_share = [0.3, 0.5]
+tau = [0.5, 0.9]
+steps = [0, 1]
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "tiny.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _parse(text: str):
+    import tomllib
+
+    return parse_experiment(tomllib.loads(text), "x.toml")
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        (("seed = 7", "seed = 7\nbogus = 1"), "bogus"),
+        (('models = ["gcn"]', 'models = ["gcnn"]'), "unknown model 'gcnn'"),
+        (('datasets = ["', 'datasets = ["nosuchdata", "'), "nosuchdata"),
+        (("lr = [0.01, 0.05]\n\n", "lr = []\n\n"), "grid.small.lr: must be a non-empty list"),
+        (("epochs = 5", "epochs = 5\nmodel = 'gat'"), "fixed.model"),
+        (("epochs = 5", "epochs = 5\nwidth = 3"), "fixed.width: unknown key"),
+        (("tau = [0.5, 0.9]", "tau = [0.5, 1.5]"), "tau must be in (0, 1]"),
+        (("lr = [0.01, 0.05]\n\n", "lr = ['fast']\n\n"), "must be of type float"),
+        (("runs_per_config = 2", "runs_per_config = 0"), "runs_per_config"),
+        (("[grid.paper.hogs]", "[grid.paper.hogz]"), "grid.paper.hogz"),
+        (("epsilons = [4]", "epsilons = [0]"), "epsilons"),
+    ],
+)
+def test_schema_errors(patch: tuple[str, str], needle: str) -> None:
+    text = TINY.replace(*patch, 1)
+    assert text != TINY
+    with pytest.raises(ExperimentError) as err:
+        _parse(text)
+    msg = str(err.value)
+    assert "x.toml" in msg and needle in msg and "\n" not in msg
+
+
+def test_unregistered_protocol_is_an_error_at_run_time(tmp_path: Path) -> None:
+    text = TINY.replace('["hogs", "rr"]', '["hogs", "not-yet"]')
+    exp = _parse(text)  # readable and countable
+    with pytest.raises(ExperimentError, match="not-yet.*not registered"):
+        exp.check_protocols()
+    path = _write(tmp_path, text)
+    assert main(["sweep", str(path), "--store", str(tmp_path / "s.db"), "--workers", "0"]) == 2
+    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "s.db")]) == 0
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.toml")), ids=str)
+def test_experiment_files_load(path: Path) -> None:
+    exp = load_experiment(path, check_protocols=False)
+    assert exp.description and {"paper", "fast"} <= set(exp.grids)
+    for cell in exp.cells():
+        assert exp.configurations(exp.grid("paper"), cell)
+    res = sw.run_sweep(exp, "fast", store_path=str(path) + ".none.db", dry_run=True)
+    assert res.phases["search"].trainings > 0
+    assert not Path(str(path) + ".none.db").exists()
+
+
+def test_paper_grid_counts() -> None:
+    exp = load_experiment(ROOT / "experiments" / "hogs-table3.toml", check_protocols=False)
+    cells = exp.cells()
+    assert len(cells) == 3 * 2 * 3 * 3
+    hogs = next(c for c in cells if c.entry.label == "hogs-edge")
+    assert len(exp.configurations(exp.grid("paper"), hogs)) == 3 * 4 * 3 * 4
+
+
+def test_dry_run_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = _parse(TINY)
+    res = sw.run_sweep(exp, "paper", store_path=str(tmp_path / "no.db"), dry_run=True)
+    s, f = res.phases["search"], res.phases["final"]
+    # hogs: 2 δ × 2 seeds collections, each 2 τ × 2 l releases, each 2×2 trainings;
+    # rr: 2 seeds, 1 release each, 4 trainings each.
+    assert (s.units, s.releases, s.trainings) == (4 + 2, 16 + 2, 64 + 8)
+    assert f.upper_bound and f.trainings == 2 * 2
+    assert not (tmp_path / "no.db").exists()
+    path = _write(tmp_path, TINY)
+    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "no.db")]) == 0
+    out = capsys.readouterr().out
+    assert "trainings 72" in out and "upper bound" in out
+
+
+def _reports(protocol, tau, steps, graph):
+    from ldpgraph.protocols.registry import make_protocol
+    from ldpgraph.simulation.backends.local import collect_round
+
+    p = make_protocol(protocol, epsilon=4.0, feature_share=0.5, tau=tau, steps=steps)
+    res = collect_round(p, graph, 0, p.config(), 3)
+    return {
+        k: (np.asarray(r.adjacency).tolist(), None if r.features is None else r.features.tolist())
+        for k, r in res.reports.items()
+    }
+
+
+@pytest.mark.parametrize("protocol", ["hogs", "hogs-edge"])
+def test_reports_ignore_server_keys(protocol: str) -> None:
+    from ldpgraph.simulation.datasets import load_dataset
+
+    g = load_dataset(SYN)
+    assert _reports(protocol, 0.5, 0, g) == _reports(protocol, 0.9, 2, g)
+
+
+def test_tiny_sweep_reuse_and_rerun(tmp_path: Path) -> None:
+    exp = _parse(TINY)
+    db = str(tmp_path / "s.db")
+    res = sw.run_sweep(exp, "paper", store_path=db, workers=0)
+    s, f = res.phases["search"], res.phases["final"]
+    # one collection per (protocol, δ, seed), one reconstruction per (δ, τ, l, seed)
+    assert (s.collections, s.reconstructions, s.trained, s.failed) == (6, 18, 72, 0)
+    assert (f.trained, f.failed) == (4, 0)
+    assert f.collections <= 4
+    with ResultsStore(db) as st:
+        rows = st.rows(sweep="tiny", status="done")
+    assert len(rows) == 76
+    phases = [r["extra"]["phase"] for r in rows]
+    assert phases.count("search") == 72 and phases.count("final") == 4
+    finals = [r for r in rows if r["extra"]["phase"] == "final"]
+    assert sorted(r["seed"] for r in finals) == [1007, 1007, 1008, 1008]
+    # the final configuration is the search's best mean validation accuracy
+    for row in res.summary:
+        assert row["best"] is not None and row["final_n"] == 2
+        assert row["test_mean"] is not None
+    assert "val" in res.format()
+    # rerun: nothing collected, reconstructed or trained; no new rows
+    again = sw.run_sweep(exp, "paper", store_path=db, workers=0)
+    for st_ in again.phases.values():
+        assert (st_.collections, st_.reconstructions, st_.trained) == (0, 0, 0)
+        assert st_.pending == 0
+    with ResultsStore(db) as st:
+        assert len(st.rows()) == 76
+        assert [r["finished_at"] for r in st.rows()] == [r["finished_at"] for r in rows]
+    assert again.summary == res.summary
+
+
+def test_cli_sweep_with_process_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, TINY)
+    db = tmp_path / "p.db"
+    args = ["sweep", str(path), "--grid", "small", "--store", str(db), "--workers", "2"]
+    assert main([*args, "--quiet", "--only-final"]) == 0  # no search yet: nothing to finalise
+    assert "search incomplete" in capsys.readouterr().out
+    assert main([*args, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "test" in out and "lr=" in out
+    with ResultsStore(db) as st:
+        assert len(st.rows(status="done")) == 8 + 2 * 2
+
+
+INTERRUPT = f"""
+name = "kill"
+datasets = ["{SYN}"]
+protocols = ["hogs"]
+models = ["gcn"]
+epsilons = [4]
+runs_per_config = 3
+final_runs = 2
+
+[fixed]
+epochs = 150
+
+[grid.paper]
+lr = [0.01, 0.02, 0.03, 0.04]
+dropout = [0.5, 0.1]
+[grid.paper.hogs]
+tau = [0.5, 0.9]
+"""
+
+
+def _status(db: Path) -> dict[str, int]:
+    if not db.exists():
+        return {}
+    try:
+        con = sqlite3.connect(db, timeout=5)
+        rows = con.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
+        con.close()
+    except sqlite3.OperationalError:
+        return {}
+    return dict(rows)
+
+
+def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
+    path = _write(tmp_path, INTERRUPT)
+    db = tmp_path / "k.db"
+    cmd = [sys.executable, "-m", "ldpgraph.simulation.cli", "sweep", str(path)]
+    cmd += ["--store", str(db), "--workers", "1", "--quiet"]
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline:
+            st = _status(db)
+            if st.get("done", 0) >= 4 and st.get("running", 0) >= 1:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"sweep did not get going: {_status(db)}")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker process
+        proc.wait()
+    # SIGKILL reaches the worker asynchronously: wait until the owners of 'running' rows are gone
+    from ldpgraph.simulation.store import _pid_alive
+
+    for _ in range(500):
+        with ResultsStore(db) as st:
+            owners = [r["pid"] for r in st.rows(status="running")]
+        if not any(_pid_alive(int(p)) for p in owners if p is not None):
+            break
+        time.sleep(0.02)
+    with ResultsStore(db) as st:
+        before = {r["run_key"]: r for r in st.rows()}
+    done_before = {k: r for k, r in before.items() if r["status"] == "done"}
+    running_before = {k for k, r in before.items() if r["status"] == "running"}
+    assert done_before and running_before
+    exp = load_experiment(path)
+    res = sw.run_sweep(exp, "paper", store_path=str(db), workers=0)
+    total = 2 * 4 * 2 * 3
+    assert res.phases["search"].trained == total - len(done_before)
+    with ResultsStore(db) as st:
+        after = {r["run_key"]: r for r in st.rows()}
+    assert len(after) == total + 2
+    assert all(r["status"] == "done" for r in after.values())
+    for k, r in done_before.items():  # finished runs untouched
+        assert after[k]["finished_at"] == r["finished_at"] and after[k]["id"] == r["id"]
+    for k in running_before:  # killed runs redone
+        assert after[k]["attempts"] >= 2
