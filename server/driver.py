@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,6 +297,3 @@ def _last_line(text: str, width: int = 160) -> str:
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     return (lines[-1] if lines else "unknown error")[:width]
 
-
-def sum_stats(rounds: Iterable[RoundStats]) -> dict[str, Any]:
-    return {"rounds": [r.to_dict() for r in rounds]}
