@@ -1,4 +1,5 @@
-"""The ``ldpgraph`` command: ``run`` one experiment, list ``datasets``."""
+"""The ``ldpgraph`` command: ``run`` one experiment, ``sweep`` an experiment file, list
+``datasets`` and ``results``, build a ``report``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import sys
 import time
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
@@ -185,6 +187,29 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write figures (PNG) and tables (Markdown) from a results store",
+        description="Build the HoGS paper's tables and figures from the finished final runs "
+        "of a results store: Table III and a reproduction table beside the paper's numbers, "
+        "accuracy-vs-ε figures with the non-private bound and the MLP floor, δ and τ sweeps.",
+    )
+    p.add_argument("--store", default=None, help="results store (default: $LDPGRAPH_STORE)")
+    p.add_argument(
+        "--sweep", action="append", default=None, help="only runs of this sweep (repeatable)"
+    )
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument(
+        "--substitute",
+        action="append",
+        default=[],
+        metavar="PAPER=OURS",
+        help="a dataset standing in for the paper's, e.g. lastfm=facebook",
+    )
+    p.add_argument("--title", default="ldpgraph results")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpgraph",
@@ -194,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
+    _add_report(sub)
     _add_results(sub)
     _add_sweep(sub)
     return parser
@@ -274,6 +300,35 @@ def _collection_lines(col: dict[str, Any] | None) -> list[str]:
             f"{r['rejected']}  refused {r['refused']}  missing {r['missing']}"
         )
     return lines
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .store import ResultsStore, default_store_path
+
+    path = default_store_path(args.store)
+    if not path.is_file():
+        raise UserError(f"no results store at {path}")
+    subs = {}
+    for item in args.substitute:
+        paper, _, ours = item.partition("=")
+        if not paper or not ours:
+            raise UserError(f"--substitute takes PAPER=OURS, got {item!r}")
+        subs[paper] = ours
+    with ResultsStore(path, create=False) as store:
+        rows = [r for sweep in (args.sweep or [None]) for r in store.rows(sweep=sweep)]
+    if not rows:
+        raise UserError(f"no runs in {path}" + (f" for sweep {args.sweep}" if args.sweep else ""))
+    written = write_report(
+        rows,
+        Path(args.out),
+        title=args.title,
+        substitutes=subs,
+        command="ldpgraph " + " ".join(sys.argv[1:]),
+    )
+    for w in written:
+        print(w)
+    return 0
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
@@ -384,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         "datasets": cmd_datasets,
         "results": cmd_results,
         "sweep": cmd_sweep,
+        "report": cmd_report,
     }
     try:
         return handlers[args.command](args)

@@ -229,3 +229,87 @@ def summary_rows(agg: dict[tuple, dict]) -> list[dict[str, Any]]:
         }
         for k, v in sorted(agg.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
     ]
+
+
+def _varying(rows: list[dict[str, Any]], key: str) -> bool:
+    return len({(r.get("config") or {}).get(key) for r in rows}) > 1
+
+
+def write_report(
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    title: str = "ldpgraph results",
+    substitutes: dict[str, str] | None = None,
+    command: str = "",
+) -> list[Path]:
+    """Write the figures (PNG) and tables (Markdown) the rows support into ``out_dir``, and an
+    index ``README.md`` naming the command that made them. Returns the written paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = final_rows(rows)
+    written: list[Path] = []
+    index = [f"# {title}", ""]
+    if command:
+        index += ["Made with:", "", "```", command, "```", ""]
+    index.append(f"{len(rows)} finished final runs.")
+    agg = aggregate(rows)
+    datasets = sorted({k[0] for k in agg})
+    if any(k[1] in ("hogs-edge", "blink-hard") for k in agg):
+        eps = sorted({k[3] for k in agg if k[1] in ("hogs-edge", "blink-hard")})
+        t3 = out_dir / "table3.md"
+        t3.write_text(table3_markdown(agg, datasets, eps) + "\n")
+        md, counts = reproduction_markdown(agg, substitutes)
+        rep = out_dir / "reproduction.md"
+        rep.write_text(
+            md + f"\n\n{counts['within']} of {counts['compared']} compared cells are within 3 "
+            "points of the paper.\n"
+        )
+        written += [t3, rep]
+        index += [
+            "",
+            "## Table III (edge LDP only)",
+            "",
+            t3.read_text(),
+            "",
+            f"Reproduction: [{rep.name}]({rep.name}) — {counts['within']} of "
+            f"{counts['compared']} cells within 3 points.",
+        ]
+    swept = [
+        (k, label)
+        for k, label in (("feature_share", "feature share δ"), ("tau", "τ"))
+        if _varying(rows, k)
+    ]
+    for dataset in datasets:
+        for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):
+            if len({k[3] for k in agg if k[0] == dataset and k[2] == model}) > 1:
+                path = plot_vs(agg, dataset, model, out_dir / f"acc-vs-eps-{dataset}-{model}.png")
+                written.append(path)
+                index += ["", f"![{dataset} {model}]({path.name})"]
+            for key, label in swept:
+                by = aggregate([r for r in rows if r["dataset"] == dataset], by=(key,))
+                path = plot_vs(
+                    by,
+                    dataset,
+                    model,
+                    out_dir / f"acc-vs-{key}-{dataset}-{model}.png",
+                    x_index=4,
+                    xlabel=label,
+                )
+                written.append(path)
+                index += ["", f"![{dataset} {model} vs {key}]({path.name})"]
+    summary = out_dir / "summary.md"
+    lines = [
+        "| dataset | protocol | model | ε | test accuracy (%) | runs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in summary_rows(agg):
+        lines.append(
+            f"| {r['dataset']} | {r['protocol']} | {r['model']} | {r['epsilon']:g} | "
+            f"{r['mean']:.1f} ± {r['std']:.1f} | {r['n']} |"
+        )
+    summary.write_text("\n".join(lines) + "\n")
+    written.append(summary)
+    readme = out_dir / "README.md"
+    readme.write_text("\n".join(index) + "\n")
+    return [readme, *written]

@@ -66,3 +66,30 @@ def test_plot_writes_png(tmp_path):
     agg = report.aggregate(swept, by=("tau",))
     out2 = report.plot_vs(agg, "cora", "gcn", tmp_path / "g.png", x_index=4, xlabel="τ")
     assert out2.stat().st_size > 5000
+
+
+def test_report_command_end_to_end(tmp_path, capsys):
+    from ldpgraph.simulation import cli
+    from ldpgraph.simulation.config import RunConfig
+    from ldpgraph.simulation.runner import run
+    from ldpgraph.simulation.store import ResultsStore
+
+    db = tmp_path / "s.db"
+    with ResultsStore(db) as store:
+        for eps in (3.0, 5.0):
+            for seed in (0, 1):
+                cfg = RunConfig(
+                    dataset="synthetic:n=150,classes=3,d=20",
+                    protocol="hogs-edge",
+                    epsilon=eps,
+                    seed=seed,
+                    epochs=3,
+                    backend="local",
+                )
+                store.finish(cfg, run(cfg))
+    assert cli.main(["report", "--store", str(db), "--out", str(tmp_path / "rep")]) == 0
+    names = {p.name for p in (tmp_path / "rep").iterdir()}
+    assert {"README.md", "table3.md", "reproduction.md", "summary.md"} <= names
+    assert any(n.startswith("acc-vs-eps-") and n.endswith(".png") for n in names)
+    assert cli.main(["report", "--store", str(tmp_path / "none.db"), "--out", "x"]) == 2
+    assert "no results store" in capsys.readouterr().err
