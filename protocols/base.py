@@ -64,6 +64,11 @@ class LdpProtocol(ABC):
     def schema(self, round_: int) -> ReportSchema:
         """What the report of this round carries."""
 
+    def num_features(self, round_: int, message: dict[str, Any], d: int) -> int:
+        """Length of the feature part of this round's reports (default: the graph's d; a
+        protocol whose round reports another vector, like LDPGen's degree vector, says so)."""
+        return d
+
     @abstractmethod
     def client_step(
         self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int

@@ -103,7 +103,8 @@ def release_over_grid(
     rounds = []
     for round_ in range(protocol.rounds):
         t1 = time.perf_counter()
-        result, stats = collector.collect(protocol, round_, {**base, **msg}, curator.num_features)
+        length = protocol.num_features(round_, msg, curator.num_features)
+        result, stats = collector.collect(protocol, round_, {**base, **msg}, length)
         t2 = time.perf_counter()
         out = protocol.server_step(round_, result, curator, config.seed)
         timings["collect"] += t2 - t1
