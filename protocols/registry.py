@@ -6,23 +6,47 @@ from __future__ import annotations
 from typing import Any
 
 from .base import LdpProtocol
+from .blink import BlinkParams, BlinkProtocol
 from .floors import FeaturesOnly, NonPrivate
 from .hogs import HogsParams, HogsProtocol
+from .rr import RRParams, RRProtocol
 
 PROTOCOLS: dict[str, str] = {
     "hogs": "HoGS: edge LDP + feature LDP, homophily-based reconstruction",
     "hogs-edge": "HoGS with edge LDP only; features public (Table III)",
     "none": "non-private: the original graph and features (upper bound)",
     "features-only": "feature-only floor: 1-bit features, no edges (train with --model mlp)",
+    "rr": "plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
+    "rr-edge": "plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
+    "blink-hard": "Blink: RR row + Laplace degree, beta-model posterior, edges P > 0.5",
+    "blink-soft": "Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
+    "blink-hybrid": "Blink hybrid: the floor(sum P) largest posteriors, weighted",
+    "fp-blink": "FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
+    "blink-fr": "ablation BLink + FR: Blink topology + HoGS feature reconstruction",
 }
+
+#: Protocols whose server trains on the true features (edge LDP only): the curator view of
+#: these carries the feature matrix.
+PUBLIC_FEATURES = frozenset({"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid"})
+
+#: Default share of the graph budget spent on the noisy degree (Blink's δ).
+DEFAULT_DEGREE_SHARE = 0.1
 
 
 class UnknownProtocolError(ValueError):
     pass
 
 
+def uses_public_features(name: str) -> bool:
+    """Whether the server of protocol ``name`` needs the true features (``CuratorView``)."""
+    return name in PUBLIC_FEATURES
+
+
 def make_protocol(name: str, **params: Any) -> LdpProtocol:
-    """Build a protocol from its name and parameters (epsilon, feature_share, tau, steps)."""
+    """Build a protocol from its name and parameters; each protocol takes the ones it knows
+    and ignores the rest: epsilon, feature_share (HoGS's δ), tau, steps (HoGS's l),
+    degree_share (Blink's δ), variant and min_weight (Blink), share1/share2 (FP-BLink's δ1/δ2,
+    default 1 − feature_share and 1 − degree_share), combine (rr: "or", "and", "lower")."""
     if name not in PROTOCOLS:
         raise UnknownProtocolError(
             f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}"
@@ -39,6 +63,17 @@ def make_protocol(name: str, **params: Any) -> LdpProtocol:
         )
     if name == "none":
         return NonPrivate()
+    if name in ("rr", "rr-edge"):
+        return RRProtocol(
+            RRParams(
+                epsilon=float(params["epsilon"]),
+                feature_share=float(params.get("feature_share", 0.5)),
+                public_features=name == "rr-edge",
+                combine=str(params.get("combine", "or")),
+            )
+        )
+    if name.startswith("blink-") or name == "fp-blink":
+        return _make_blink(name, params)
     return FeaturesOnly(float(params["epsilon"]), float(params.get("feature_share", 0.5)))
 
 
@@ -49,3 +84,37 @@ def protocol_from_config(cfg: dict[str, Any]) -> LdpProtocol:
         raise UnknownProtocolError("round message has no protocol name")
     params = {k: v for k, v in cfg.items() if k != "protocol"}
     return make_protocol(name, **params)
+
+
+def _make_blink(name: str, params: dict[str, Any]) -> BlinkProtocol:
+    epsilon = float(params["epsilon"])
+    degree_share = float(params.get("degree_share", DEFAULT_DEGREE_SHARE))
+    min_weight = float(params.get("min_weight", 1e-3))
+    if name in ("blink-hard", "blink-soft", "blink-hybrid"):
+        blink = BlinkParams(
+            epsilon,
+            degree_share=degree_share,
+            variant=name.removeprefix("blink-"),
+            min_weight=min_weight,
+        )
+        return BlinkProtocol(blink, name)
+    feature_share = float(params.get("feature_share", 0.5))
+    shares = None
+    if name == "fp-blink":
+        # FP-BLink (HoGS paper): ε_d = δ1(1−δ2)ε, ε_a = δ1δ2ε, ε_f = (1−δ1)ε, with δ1 = share1
+        # and δ2 = share2; without them the run's feature_share and degree_share decide.
+        shares = (
+            float(params.get("share1", 1.0 - feature_share)),
+            float(params.get("share2", 1.0 - degree_share)),
+        )
+        feature_share, degree_share = 1.0 - shares[0], 1.0 - shares[1]
+    blink = BlinkParams(
+        epsilon,
+        degree_share=degree_share,
+        feature_share=feature_share,
+        public_features=False,
+        variant=str(params.get("variant", "hard")),
+        steps=int(params.get("steps", 1)),
+        min_weight=min_weight,
+    )
+    return BlinkProtocol(blink, name, shares)
