@@ -9,7 +9,10 @@ from .base import LdpProtocol
 from .blink import BlinkParams, BlinkProtocol
 from .floors import FeaturesOnly, NonPrivate
 from .hogs import HogsParams, HogsProtocol
+from .hogs_kprop import HogsKpropProtocol
+from .ldpgen import LdpGenParams, LdpGenProtocol
 from .rr import RRParams, RRProtocol
+from .solitude import SolitudeProtocol
 
 PROTOCOLS: dict[str, str] = {
     "hogs": "HoGS: edge LDP + feature LDP, homophily-based reconstruction",
@@ -23,11 +26,21 @@ PROTOCOLS: dict[str, str] = {
     "blink-hybrid": "Blink hybrid: the floor(sum P) largest posteriors, weighted",
     "fp-blink": "FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
     "blink-fr": "ablation BLink + FR: Blink topology + HoGS feature reconstruction",
+    "ldpgen": "LDPGen (Blink_GNN's version): 2 rounds of Laplace degree vectors, k-means, "
+    "block generator; features public",
+    "fp-ldpgen": "FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
+    "reconstruction",
+    "hogs-kprop": "ablation TR + KProp: HoGS topology + KProp (kprop_k steps) of the 1-bit "
+    "features",
+    "solitude": "Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
+    "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
 }
 
 #: Protocols whose server trains on the true features (edge LDP only): the curator view of
 #: these carries the feature matrix.
-PUBLIC_FEATURES = frozenset({"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid"})
+PUBLIC_FEATURES = frozenset(
+    {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
+)
 
 #: Default share of the graph budget spent on the noisy degree (Blink's δ).
 DEFAULT_DEGREE_SHARE = 0.1
@@ -74,6 +87,37 @@ def make_protocol(name: str, **params: Any) -> LdpProtocol:
         )
     if name.startswith("blink-") or name == "fp-blink":
         return _make_blink(name, params)
+    if name in ("ldpgen", "fp-ldpgen"):
+        return LdpGenProtocol(
+            LdpGenParams(
+                epsilon=float(params["epsilon"]),
+                feature_share=float(params.get("feature_share", 0.5)),
+                public_features=name == "ldpgen",
+                k0=int(params.get("k0", 2)),
+                k1=int(params.get("k1", 0)),
+                phase_share=float(params.get("phase_share", 0.5)),
+                generator=str(params.get("generator", "blinkgnn")),
+                steps=int(params.get("steps", 1)),
+            )
+        )
+    if name == "hogs-kprop":
+        return HogsKpropProtocol(
+            HogsParams(
+                epsilon=float(params["epsilon"]),
+                feature_share=float(params.get("feature_share", 0.5)),
+                tau=float(params.get("tau", 0.5)),
+            ),
+            kprop_k=int(params.get("kprop_k", 1)),
+            kprop_norm=str(params.get("kprop_norm", "sym")),
+            kprop_isolated=str(params.get("kprop_isolated", "keep")),
+        )
+    if name == "solitude":
+        return SolitudeProtocol(
+            float(params["epsilon"]),
+            feature_share=float(params.get("feature_share", 0.5)),
+            lx=int(params.get("lx", 2)),
+            ly=int(params.get("ly", 0)),
+        )
     return FeaturesOnly(float(params["epsilon"]), float(params.get("feature_share", 0.5)))
 
 

@@ -14,6 +14,35 @@ from ldpgraph.protocols.registry import PROTOCOLS
 
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower")
+#: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
+PROTOCOL_KEYS = (
+    "epsilon",
+    "feature_share",
+    "tau",
+    "steps",
+    "degree_share",
+    "share1",
+    "share2",
+    "min_weight",
+    "combine",
+    "kprop_k",
+    "lx",
+    "ly",
+    "k0",
+    "k1",
+    "phase_share",
+    "generator",
+)
+#: Protocols that spend ``feature_share`` of ε on 1-bit features.
+PRIVATE_FEATURE_PROTOCOLS = (
+    "hogs",
+    "rr",
+    "fp-blink",
+    "blink-fr",
+    "fp-ldpgen",
+    "hogs-kprop",
+    "solitude",
+)
 #: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
 AUTO_SUPERNODES = 256
 
@@ -30,6 +59,18 @@ class RunConfig:
     feature_share: float = 0.5
     tau: float = 0.5
     steps: int = 1
+    degree_share: float = 0.1
+    share1: float = 0.0
+    share2: float = 0.0
+    min_weight: float = 1e-3
+    combine: str = "or"
+    kprop_k: int = 1
+    lx: int = 2
+    ly: int = 0
+    k0: int = 2
+    k1: int = 0
+    phase_share: float = 0.5
+    generator: str = "blinkgnn"
     model: str = "gcn"
     lr: float = 0.01
     dropout: float = 0.5
@@ -67,9 +108,17 @@ class RunConfig:
         _finite_positive("lr", self.lr)
         if not 0.0 < self.tau <= 1.0:
             raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
-        if self.protocol in ("hogs", "features-only") and not 0.0 < self.feature_share < 1.0:
-            if not (self.protocol == "features-only" and self.feature_share == 1.0):
-                raise ConfigError(f"feature-share must be in (0, 1), got {self.feature_share}")
+        if self.protocol in PRIVATE_FEATURE_PROTOCOLS and not 0.0 < self.feature_share < 1.0:
+            raise ConfigError(f"feature-share must be in (0, 1), got {self.feature_share}")
+        if self.protocol == "features-only" and not 0.0 < self.feature_share <= 1.0:
+            raise ConfigError(f"feature-share must be in (0, 1], got {self.feature_share}")
+        if not 0.0 <= self.degree_share <= 1.0:
+            raise ConfigError(f"degree-share must be in [0, 1], got {self.degree_share}")
+        for name in ("share1", "share2"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(
+                    f"{name} must be in [0, 1] (0: derived), got {getattr(self, name)}"
+                )
         for name in ("train_split", "val_split"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0.0 <= v <= 1.0):
@@ -114,12 +163,14 @@ class RunConfig:
         return self.node_budget if self.node_budget > 0 else self.epsilon
 
     def protocol_params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "feature_share": self.feature_share,
-            "tau": self.tau,
-            "steps": self.steps,
-        }
+        """Every protocol parameter; each protocol takes the ones it knows. share1/share2
+        (FP-BLink's δ1, δ2) are left out when 0, so they default to 1 − feature-share and
+        1 − degree-share."""
+        params = {name: getattr(self, name) for name in PROTOCOL_KEYS}
+        for name in ("share1", "share2"):
+            if not params[name]:
+                params.pop(name)
+        return params
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.graph import Graph
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.protocols.types import Release
 
 from .config import RunConfig
@@ -59,7 +59,7 @@ def collect_and_release(
 
     With ``grid`` (inside a ServerApp started by ``flwr run``) the rounds go over that Grid."""
     protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, config.protocol == "hogs-edge")
+    curator = curator_view(graph, uses_public_features(config.protocol))
     if grid is not None:
         from .backends.flower import release_over_grid, run_directory
 
@@ -179,14 +179,6 @@ def prepare(config: RunConfig) -> tuple[Graph, Any]:
     return graph, split
 
 
-def _public_features(name: str) -> bool:
-    try:
-        from ldpgraph.protocols.registry import uses_public_features
-    except ImportError:  # pragma: no cover - older registry
-        return name == "hogs-edge"
-    return uses_public_features(name)
-
-
 def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorView, float]:
     """Collect the reports of a one-round protocol with the local backend, without
     reconstructing: ``(protocol, round_result, curator_view, seconds)``. Returns None for
@@ -194,7 +186,7 @@ def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorV
     from .backends.local import collect_round
 
     protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, _public_features(config.protocol))
+    curator = curator_view(graph, uses_public_features(config.protocol))
     if protocol.rounds != 1:
         return protocol, None, curator, 0.0
     t0 = time.perf_counter()
@@ -221,7 +213,7 @@ def make_release(config: RunConfig, graph: Graph) -> tuple[Release, dict[str, fl
         from .backends.local import run_protocol
 
         protocol = make_protocol(config.protocol, **config.protocol_params())
-        curator = curator_view(graph, _public_features(config.protocol))
+        curator = curator_view(graph, uses_public_features(config.protocol))
         return run_protocol(protocol, graph, curator, config.seed)
     return collect_and_release(config, graph)
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from ldpgraph.client.faults import make_faulty_app
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.backends import flower
 from ldpgraph.simulation.backends.local import run_protocol as run_local
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 def release_with(backend: str, graph, config: RunConfig, client_app=None):
     protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, config.protocol == "hogs-edge")
+    curator = curator_view(graph, uses_public_features(config.protocol))
     if backend == "local":
         return run_local(protocol, graph, curator, config.seed)[0]
     return flower.run_protocol(protocol, graph, curator, config, client_app=client_app)[0]
@@ -192,3 +192,16 @@ def test_error_in_the_server_stops_every_process(tmp_path):
         flower.run_protocol(protocol, graph, curator, cfg)
     ray_tmp = (tmp_path / "r" / "ray-temp-dir").read_text()
     assert pids_under(ray_tmp) == [] and pids_under(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("protocol", ["blink-hard", "ldpgen", "fp-ldpgen", "solitude",
+                                      "hogs-kprop"])
+def test_baselines_through_flower_equal_local(protocol):
+    graph = load_dataset("synthetic:n=40,classes=2,d=12,avg_degree=4,seed=6")
+    cfg = RunConfig(protocol=protocol, epsilon=6.0, seed=5, nodes_per_client=4,
+                    ray_actors=2).validate()
+    local = release_with("local", graph, cfg)
+    fl = release_with("flower", graph, cfg)
+    assert fl.fingerprint() == local.fingerprint()
+    for stats in fl.stats["collection"]["rounds"]:
+        assert stats["replied"] == 40, stats
