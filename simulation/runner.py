@@ -100,62 +100,18 @@ def run(
     timings.update(t)
 
     say(f"training {config.model} on {release.num_nodes} nodes / {release.num_edges} edges")
-    from ldpgraph.server.training import TrainConfig, train_and_evaluate
-
-    tcfg = TrainConfig(
-        model=config.model,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        dropout=config.dropout,
-        epochs=config.epochs,
-        hidden=config.hidden,
-    )
     ebar = _bar(config.epochs, "epochs", show_progress)
-    t1 = time.perf_counter()
-    metrics = train_and_evaluate(
-        release.edges,
-        release.x,
-        graph.y,
+    record = train_release(
+        config,
+        graph,
         split,
-        tcfg,
-        config.seed,
-        device=None if config.device == "auto" else config.device,
-        edge_weight=release.edge_weight,
+        release,
+        timings,
         progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
-        num_classes=graph.num_classes,
     )
     if ebar:
         ebar.close()
-    timings["train"] = time.perf_counter() - t1
-    timings["total"] = time.perf_counter() - t0
-    return {
-        "config": config.to_dict(),
-        "accuracy": {
-            "val": metrics["val_acc"],
-            "test": metrics["test_acc"],
-            "train": metrics["train_acc"],
-        },
-        "training": {k: metrics[k] for k in ("best_epoch", "epochs_run", "device")},
-        "privacy": release.privacy.to_dict(),
-        "graph": {
-            "original": {
-                "nodes": graph.num_nodes,
-                "edges": graph.num_edges,
-                "features": graph.num_features,
-                "classes": graph.num_classes,
-            },
-            "synthetic": {
-                "nodes": release.num_nodes,
-                "edges": release.num_edges,
-                "features": int(release.x.shape[1]),
-            },
-        },
-        "release": release.stats,
-        "fingerprint": release.fingerprint(),
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-        "versions": versions(),
-        "command": " ".join(sys.argv),
-    }
+    return record
 
 
 def _bar(total: int, unit: str, enabled: bool):
@@ -225,6 +181,7 @@ def train_release(
     release: Release,
     timings: dict[str, float] | None = None,
     num_threads: int | None = None,
+    progress: Callable[[int, float], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``config.model`` on ``release`` and return the result record of :func:`run`
     (``timings`` holds the collection/reconstruction seconds spent for this release)."""
@@ -250,6 +207,7 @@ def train_release(
         edge_weight=release.edge_weight,
         num_classes=graph.num_classes,
         num_threads=num_threads,
+        progress=progress,
     )
     times = dict(timings or {})
     times["train"] = time.perf_counter() - t1
