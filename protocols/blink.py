@@ -66,8 +66,8 @@ from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .hogs import FR_THRESHOLD, reconstruct_features
 from .laplace import Laplace, composed_epsilon, laplace_part
-from .mechanisms import OneBit, RandomizedResponse
-from .rng import ADJACENCY, DEGREE, FEATURES, node_rng
+from .node_reports import noisy_features, noisy_row
+from .rng import DEGREE, node_rng
 from .types import NodeView, PrivacyReport, Release, Report
 
 VARIANTS = ("hard", "soft", "hybrid")
@@ -538,18 +538,11 @@ class BlinkProtocol(LdpProtocol):
         me = view.node_id
         neighbors = np.asarray(view.neighbors, dtype=np.int64)
         neighbors = neighbors[neighbors != me]
-        adj = None
-        if self.sends_adjacency:
-            adj = RandomizedResponse(p.eps_adjacency).perturb_row(
-                neighbors, view.num_nodes, node_rng(seed, me, round_, ADJACENCY), exclude=me
-            )
+        adj = noisy_row(view, p.eps_adjacency, seed, round_) if self.sends_adjacency else None
         degree = Laplace(p.eps_degree).perturb(
             float(np.unique(neighbors).shape[0]), node_rng(seed, me, round_, DEGREE)
         )
-        feats = None
-        if not p.public_features:
-            mech = OneBit(p.eps_features, view.feature_domain)
-            feats = mech.perturb(view.features, node_rng(seed, me, round_, FEATURES))
+        feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
         return Report(me, round_, view.num_nodes, adj, feats, {DEGREE_FIELD: degree})
 
     def server_step(

@@ -12,8 +12,7 @@ from .accounting import ACCOUNTANT, bit_part
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
-from .mechanisms import OneBit
-from .rng import FEATURES, node_rng
+from .node_reports import noisy_features
 from .types import NodeView, PrivacyReport, Release, Report
 
 
@@ -103,8 +102,7 @@ class FeaturesOnly(LdpProtocol):
         return ReportSchema(adjacency=False, features=True)
 
     def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
-        mech = OneBit(self.eps_features, view.feature_domain)
-        feats = mech.perturb(view.features, node_rng(seed, view.node_id, round_, FEATURES))
+        feats = noisy_features(view, self.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, None, feats)
 
     def server_step(

@@ -61,8 +61,8 @@ from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
 from .hogs import reconstruct_features
 from .laplace import Laplace, composed_epsilon, laplace_part
-from .mechanisms import OneBit
-from .rng import DEGREE, FEATURES, node_rng, stage_rng
+from .node_reports import noisy_features
+from .rng import DEGREE, node_rng, stage_rng
 from .types import NodeView, PrivacyReport, Release, Report
 
 GENERATORS = ("blinkgnn", "chunglu")
@@ -450,10 +450,7 @@ class LdpGenProtocol(LdpProtocol):
             counts = group_degrees(view.neighbors, self.partition0(seed, n), p.k0)
             noisy = Laplace(p.eps1).perturb_many(counts, rng)
             extras = dict(zip(extra_names(p.k0), (float(v) for v in noisy), strict=True))
-            feats = None
-            if not p.public_features:
-                mech = OneBit(p.eps_features, view.feature_domain)
-                feats = mech.perturb(view.features, node_rng(seed, view.node_id, 0, FEATURES))
+            feats = None if p.public_features else noisy_features(view, p.eps_features, seed, 0)
             return Report(view.node_id, 0, n, None, feats, extras)
         if round_ == 1:
             k = int(server_msg[MSG_K])

@@ -31,8 +31,7 @@ from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
-from .mechanisms import OneBit, RandomizedResponse
-from .rng import ADJACENCY, FEATURES, node_rng
+from .node_reports import noisy_features, noisy_row
 from .types import NodeView, PrivacyReport, Release, Report
 
 COMBINE = ("or", "and", "lower")
@@ -114,16 +113,8 @@ class RRProtocol(LdpProtocol):
         self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
     ) -> Report:
         p = self.params
-        adj = RandomizedResponse(p.eps_adjacency).perturb_row(
-            view.neighbors,
-            view.num_nodes,
-            node_rng(seed, view.node_id, round_, ADJACENCY),
-            exclude=view.node_id,
-        )
-        feats = None
-        if not p.public_features:
-            mech = OneBit(p.eps_features, view.feature_domain)
-            feats = mech.perturb(view.features, node_rng(seed, view.node_id, round_, FEATURES))
+        adj = noisy_row(view, p.eps_adjacency, seed, round_)
+        feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, adj, feats)
 
     def server_step(
