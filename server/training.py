@@ -156,8 +156,7 @@ def train_and_evaluate(
             )
             w_np = None
 
-        # torch.tensor copies, so read-only or strided numpy inputs need no special care.
-        x_t = torch.tensor(x_np, dtype=torch.float32, device=dev)
+        x_t = _feature_tensor(x_np, dev)
         y_t = torch.tensor(y_np, dtype=torch.int64, device=dev)
         adj, w_t = _graph_tensors(edges_np, w_np, n, dev, sparse=model.sparse_adjacency)
         idx = {
@@ -227,6 +226,35 @@ def _cpu_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+#: Features with at most this fraction of non-zero entries go to the models as sparse CSR.
+SPARSE_FEATURES_MAX_DENSITY = 0.1
+
+
+def _feature_tensor(x: np.ndarray, dev: torch.device) -> Tensor:
+    """``x`` as float32: sparse CSR when mostly zeros (bag-of-words), else dense.
+
+    The first layer's projection dominates training on wide bag-of-words inputs (Facebook
+    page-page: 22470 x 4714 at 0.3 % non-zero); as CSR it costs O(nnz) instead of O(n d). The
+    models compute the same function either way (floating-point summation order aside). Dense
+    inputs (the 1-bit mechanism's reports, reconstructed features) stay dense.
+    """
+    if x.size and np.count_nonzero(x) <= SPARSE_FEATURES_MAX_DENSITY * x.size:
+        rows, cols = np.nonzero(x)
+        indptr = np.zeros(x.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Ss]parse.*", category=UserWarning)
+            return torch.sparse_csr_tensor(
+                torch.from_numpy(indptr),
+                torch.from_numpy(cols.astype(np.int64)),
+                torch.tensor(x[rows, cols], dtype=torch.float32),
+                size=x.shape,
+                dtype=torch.float32,
+            ).to(dev)
+    # torch.tensor copies, so read-only or strided numpy inputs need no special care.
+    return torch.tensor(x, dtype=torch.float32, device=dev)
 
 
 @torch.no_grad()

@@ -208,10 +208,16 @@ def test_a_graph_without_edges_still_trains():
         assert 0.0 <= result["test_acc"] <= 1.0
 
 
-@pytest.mark.parametrize("model", MODELS)
+def _csr(edge_index, n):
+    with warnings.catch_warnings():  # torch: "CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        return to_torch_csr_tensor(edge_index, size=(n, n))
+
+
+@pytest.mark.parametrize("model", ["gcn", "gat", "mlp"])
 def test_models_accept_edge_index_and_csr_alike(model):
-    """SAGE is fed a CSR adjacency in training; every model must give the same logits on both."""
-    # Node 4 is isolated: mean aggregation over no neighbours must agree too.
+    """GCN is fed a CSR adjacency in training; the PyG-layer models give the same logits on both."""
+    # Node 4 is isolated: normalisation with no neighbours must agree too.
     edge_index = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(0))
     with torch.random.fork_rng(devices=[]):
@@ -219,12 +225,58 @@ def test_models_accept_edge_index_and_csr_alike(model):
         net = build_model(model, in_dim=6, num_classes=3, hidden=8, heads=2).eval()
     out = net(x, edge_index)
     assert out.shape == (5, 3)
-    with warnings.catch_warnings():  # torch: "CSR support is in beta"
-        warnings.simplefilter("ignore", UserWarning)
-        adj = to_torch_csr_tensor(edge_index, size=(5, 5))
     net2 = build_model(model, in_dim=6, num_classes=3, hidden=8, heads=2).eval()
     net2.load_state_dict(net.state_dict())
-    torch.testing.assert_close(net2(x, adj), out)
+    torch.testing.assert_close(net2(x, _csr(edge_index, 5)), out)
+
+
+def test_sage_equals_pyg_sageconv_mean():
+    """Our project-then-aggregate SAGE layer is PyG's SAGEConv(aggr="mean"), isolated node too."""
+    from torch_geometric.nn import SAGEConv
+
+    from ldpgraph.server.models import MeanSAGEConv
+
+    edge_index = torch.tensor([[0, 1, 1, 2, 2, 3, 0, 2], [1, 0, 2, 1, 3, 2, 2, 0]])
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1))
+    ours = MeanSAGEConv(6, 4)
+    ref = SAGEConv(6, 4, aggr="mean")
+    with torch.no_grad():
+        ref.lin_l.weight.copy_(ours.lin_l.weight)
+        ref.lin_l.bias.copy_(ours.lin_l.bias)
+        ref.lin_r.weight.copy_(ours.lin_r.weight)
+    torch.testing.assert_close(ours(x, _csr(edge_index, 5)), ref(x, edge_index))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_models_give_the_same_logits_on_sparse_and_dense_features(model):
+    """Training passes bag-of-words features as CSR: the logits must not depend on the layout."""
+    edge_index = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    gen = torch.Generator().manual_seed(2)
+    x = (torch.rand(5, 30, generator=gen) < 0.1).float()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        x_csr = x.to_sparse_csr()
+    net = build_model(model, in_dim=30, num_classes=3, hidden=8, heads=2).eval()
+    adj = _csr(edge_index, 5) if net.sparse_adjacency else edge_index
+    torch.testing.assert_close(net(x_csr, adj), net(x, adj))
+
+
+def test_sparse_features_train_like_dense_ones(graph):
+    """The CSR path is an implementation detail: same seed, same accuracies as dense input."""
+    from ldpgraph.server import training
+
+    edges, x, y, split = graph
+    xb = (x > np.quantile(x, 0.93)).astype(np.uint8)  # 7 % non-zero: goes in as CSR
+    assert training._feature_tensor(xb, torch.device("cpu")).layout == torch.sparse_csr
+    sparse = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
+    old = training.SPARSE_FEATURES_MAX_DENSITY
+    training.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force dense
+    try:
+        dense = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
+    finally:
+        training.SPARSE_FEATURES_MAX_DENSITY = old
+    for key in ("val_acc", "test_acc", "best_epoch"):
+        assert sparse[key] == pytest.approx(dense[key], abs=0.02), key
 
 
 def test_unknown_model_names_are_rejected(graph):
