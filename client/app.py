@@ -44,6 +44,7 @@ def hosted_nodes(context: Context, cfg: dict[str, Any]) -> tuple[NodeStore, list
     node_cfg = context.node_config
     if "data-file" in node_cfg:
         store = open_store(str(node_cfg["data-file"]))
+        store.check_against(int(cfg["num-nodes"]), str(cfg.get("partition", "")))
         return store, list(store.node_ids)
     store = open_store(str(cfg["data"]))
     k = int(cfg["nodes-per-client"])

@@ -4,12 +4,15 @@ A node store is a directory holding a block of consecutive nodes: ``meta.json`` 
 version, the block's first node id and size, n, d, feature dtype and public domain) and three
 ``.npy`` arrays (``indptr``, ``indices`` of the block's adjacency rows, ``features``). Arrays are
 memory-mapped, so a client touches only the pages of the rows it reads. The simulation writes
-one store with every node; a deployment writes one store per SuperNode (``ldpgraph partition``).
+one store with every node; a deployment writes one store per SuperNode (``ldpgraph partition``),
+tagged with the partition's id and with the sha256 of each array, so that a file of another
+partition, a truncated copy or a flipped byte is refused on load with a clear error.
 numpy only: this is on the client's import path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +22,8 @@ import numpy as np
 from ldpgraph.protocols.types import NodeView
 
 FORMAT = "ldpgraph-nodes"
-VERSION = 1
+VERSION = 2
+ARRAYS = ("indptr", "indices", "features")
 
 
 class NodeDataError(ValueError):
@@ -45,11 +49,20 @@ class NodeStore:
                 f"{self.path} has node-store version {meta.get('version')}, expected {VERSION}"
             )
         self.meta = meta
-        self.first = int(meta["first"])
-        self.count = int(meta["count"])
-        self.num_nodes = int(meta["num_nodes"])
-        self.num_features = int(meta["num_features"])
-        self.feature_domain = (float(meta["domain"][0]), float(meta["domain"][1]))
+        try:
+            self.first = int(meta["first"])
+            self.count = int(meta["count"])
+            self.num_nodes = int(meta["num_nodes"])
+            self.num_features = int(meta["num_features"])
+            self.feature_domain = (float(meta["domain"][0]), float(meta["domain"][1]))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise NodeDataError(f"corrupt {meta_file}: bad or missing field {exc}") from None
+        self.partition = str(meta.get("partition") or "")
+        for name, digest in (meta.get("sha256") or {}).items():
+            if name not in ARRAYS or _sha256(self.path / f"{name}.npy") != digest:
+                raise NodeDataError(
+                    f"{self.path}/{name}.npy is corrupt or was changed (checksum mismatch)"
+                )
         try:
             self.indptr = np.load(self.path / "indptr.npy", mmap_mode="r")
             self.indices = np.load(self.path / "indices.npy", mmap_mode="r")
@@ -65,6 +78,19 @@ class NodeStore:
             )
         if not (0 <= self.first and self.first + self.count <= self.num_nodes):
             raise NodeDataError(f"{self.path}: node ids outside [0, {self.num_nodes})")
+
+    def check_against(self, num_nodes: int, partition: str = "") -> None:
+        """Refuse to serve a server that runs another graph or another partition of it."""
+        if partition and self.partition and partition != self.partition:
+            raise NodeDataError(
+                f"{self.path} belongs to partition {self.partition}, but the server runs "
+                f"partition {partition}: start this SuperNode with a file of that partition"
+            )
+        if num_nodes != self.num_nodes:
+            raise NodeDataError(
+                f"{self.path} holds nodes of a {self.num_nodes}-node graph, but the server runs "
+                f"a {num_nodes}-node graph"
+            )
 
     @property
     def node_ids(self) -> range:
@@ -98,9 +124,12 @@ def write_store(
     first: int,
     num_nodes: int,
     feature_domain: tuple[float, float],
+    partition: str = "",
+    checksums: bool = False,
     extra: dict | None = None,
 ) -> Path:
-    """Write a block of rows as a node store (used by the simulation and `ldpgraph partition`)."""
+    """Write a block of rows as a node store (used by the simulation and `ldpgraph partition`,
+    which tags it with its ``partition`` id and adds ``checksums`` of the arrays)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     indptr = np.asarray(indptr, dtype=np.int64)
@@ -118,6 +147,21 @@ def write_store(
         "feature_dtype": str(features.dtype),
         "domain": list(feature_domain),
     }
+    if partition:
+        meta["partition"] = partition
+    if checksums:
+        meta["sha256"] = {name: _sha256(path / f"{name}.npy") for name in ARRAYS}
     meta.update(extra or {})
     (path / "meta.json").write_text(json.dumps(meta, indent=1))
     return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise NodeDataError(f"cannot read {path}: {exc.strerror}") from None
+    return digest.hexdigest()

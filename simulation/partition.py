@@ -1,0 +1,255 @@
+"""``ldpgraph partition``: node files for the SuperNodes and a curator file for the server.
+
+Each node file (a node store, :mod:`ldpgraph.client.nodedata`) holds a block of k consecutive
+nodes' adjacency rows and features, tagged with the partition's id and checksummed. The curator
+file holds everything the server of a deployment may know, and nothing else; the ServerApp runs
+from it (``curator`` in the run config) instead of loading the dataset: node ids
+(``0..n-1``, and which block of them each node file holds), labels and the seeded split, n, d,
+the number of classes, the public feature domain and — only for protocols whose server sees the
+true features (edge-LDP settings) — the feature matrix. No adjacency, no private features.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldpgraph.client.nodedata import write_store
+from ldpgraph.protocols.graph import Graph
+
+from .splits import Split, make_split
+
+FORMAT = "ldpgraph-curator"
+VERSION = 1
+FILE = "curator.json"
+FEATURES = "curator-features.npy"
+BLOCK = "nodes-{:05d}"
+
+
+class CuratorFileError(ValueError):
+    """A curator file that is missing, of another format or version, or inconsistent."""
+
+
+@dataclass
+class Curator:
+    """The server's knowledge of a partitioned graph (duck-types the parts of ``Graph`` that
+    training and the result record read: ``y``, sizes; ``num_edges`` is unknown)."""
+
+    path: Path
+    partition: str
+    dataset: str
+    num_nodes: int
+    num_features: int
+    num_classes: int
+    feature_domain: tuple[float, float]
+    y: np.ndarray
+    split_seed: int
+    split_fractions: tuple[float, float]
+    split: Split
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    public_features: np.ndarray | None = None
+
+    @property
+    def num_edges(self) -> None:
+        return None
+
+    def split_for(self, seed: int, train: float, val: float) -> Any:
+        """The stored split when it is the run's; else the run's own (a public function of n
+        and the seed, so the server may always draw it)."""
+        split = make_split(self.num_nodes, seed, train, val)
+        if (seed, train, val) == (self.split_seed, *self.split_fractions):
+            for a, b in zip(
+                (split.train, split.val, split.test),
+                (self.split.train, self.split.val, self.split.test),
+                strict=True,
+            ):
+                if not np.array_equal(a, b):
+                    raise CuratorFileError(f"{self.path}: stored split differs from the seed's")
+        return split
+
+
+def write_partition(
+    graph: Graph,
+    out: str | Path,
+    nodes_per_file: int = 1,
+    *,
+    dataset: str,
+    seed: int = 0,
+    train_split: float = 0.5,
+    val_split: float = 0.25,
+    public_features: bool = False,
+) -> dict[str, Any]:
+    """Write one node file per block of ``nodes_per_file`` nodes and the curator file into
+    ``out`` (which must be empty or absent); returns a summary."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CuratorFileError(f"{out} exists and is not an empty directory")
+    if nodes_per_file < 1:
+        raise CuratorFileError("nodes-per-file must be >= 1")
+    n = graph.num_nodes
+    ident = hashlib.sha256()
+    for part in (dataset, n, graph.num_features, nodes_per_file):
+        ident.update(f"{part}\0".encode())
+    ident.update(np.ascontiguousarray(graph.edges).tobytes())
+    ident.update(np.ascontiguousarray(graph.x).tobytes())
+    partition = ident.hexdigest()[:16]
+    adj = graph.adjacency()
+    blocks = []
+    for i, first in enumerate(range(0, n, nodes_per_file)):
+        last = min(n, first + nodes_per_file)
+        lo, hi = int(adj.indptr[first]), int(adj.indptr[last])
+        name = BLOCK.format(i)
+        write_store(
+            out / name,
+            adj.indptr[first : last + 1],
+            adj.indices[lo:hi],
+            graph.x[first:last],
+            first=first,
+            num_nodes=n,
+            feature_domain=graph.feature_domain,
+            partition=partition,
+            checksums=True,
+        )
+        blocks.append({"file": name, "first": first, "count": last - first})
+    split = make_split(n, seed, train_split, val_split)
+    write_curator(
+        out,
+        partition=partition,
+        dataset=dataset,
+        y=graph.y,
+        num_features=graph.num_features,
+        feature_domain=graph.feature_domain,
+        split_seed=seed,
+        split_fractions=(train_split, val_split),
+        split=split,
+        blocks=blocks,
+        public_features=graph.x if public_features else None,
+    )
+    return {"partition": partition, "nodes": n, "files": len(blocks), "curator": str(out / FILE)}
+
+
+def write_curator(
+    directory: str | Path,
+    *,
+    partition: str,
+    dataset: str,
+    y: np.ndarray,
+    num_features: int,
+    feature_domain: tuple[float, float],
+    split_seed: int,
+    split_fractions: tuple[float, float],
+    split: Any,
+    blocks: list[dict[str, Any]],
+    public_features: np.ndarray | None = None,
+) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    y = np.asarray(y, dtype=np.int64)
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "partition": partition,
+        "dataset": dataset,
+        "num_nodes": int(y.shape[0]),
+        "num_features": int(num_features),
+        "num_classes": int(y.max()) + 1 if y.size else 0,
+        "feature_domain": [float(feature_domain[0]), float(feature_domain[1])],
+        "labels": y.tolist(),
+        "split": {
+            "seed": int(split_seed),
+            "train_split": float(split_fractions[0]),
+            "val_split": float(split_fractions[1]),
+            "train": split.train.tolist(),
+            "val": split.val.tolist(),
+            "test": split.test.tolist(),
+        },
+        "blocks": blocks,
+    }
+    if public_features is not None:
+        np.save(directory / FEATURES, np.ascontiguousarray(public_features))
+        doc["public_features"] = {
+            "file": FEATURES,
+            "sha256": hashlib.sha256((directory / FEATURES).read_bytes()).hexdigest(),
+        }
+    path = directory / FILE
+    path.write_text(json.dumps(doc, separators=(",", ":")))
+    return path
+
+
+def load_curator(path: str | Path) -> Curator:
+    """Read and check a curator file (or the directory holding ``curator.json``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILE
+    if not path.is_file():
+        raise CuratorFileError(f"no curator file at {path}")
+    try:
+        doc = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CuratorFileError(f"corrupt curator file {path}: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CuratorFileError(f"{path} is not an ldpgraph curator file")
+    if doc.get("version") != VERSION:
+        raise CuratorFileError(
+            f"{path} has curator-file version {doc.get('version')}, expected {VERSION}"
+        )
+    try:
+        n = int(doc["num_nodes"])
+        y = np.asarray(doc["labels"], dtype=np.int64)
+        sp = doc["split"]
+        split = Split(*(np.asarray(sp[k], dtype=np.int64) for k in ("train", "val", "test")))
+        curator = Curator(
+            path=path,
+            partition=str(doc["partition"]),
+            dataset=str(doc["dataset"]),
+            num_nodes=n,
+            num_features=int(doc["num_features"]),
+            num_classes=int(doc["num_classes"]),
+            feature_domain=(float(doc["feature_domain"][0]), float(doc["feature_domain"][1])),
+            y=y,
+            split_seed=int(sp["seed"]),
+            split_fractions=(float(sp["train_split"]), float(sp["val_split"])),
+            split=split,
+            blocks=list(doc["blocks"]),
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise CuratorFileError(f"corrupt curator file {path}: bad or missing field {exc}") from None
+    _check(curator)
+    if "public_features" in doc:
+        curator.public_features = _load_features(path.parent, doc["public_features"], curator)
+    return curator
+
+
+def _check(c: Curator) -> None:
+    where = c.path
+    if c.y.shape != (c.num_nodes,) or (c.y.size and (c.y.min() < 0 or c.y.max() >= c.num_classes)):
+        raise CuratorFileError(f"{where}: labels do not match {c.num_nodes} nodes")
+    ids = np.concatenate([c.split.train, c.split.val, c.split.test])
+    if ids.size != c.num_nodes or not np.array_equal(np.sort(ids), np.arange(c.num_nodes)):
+        raise CuratorFileError(f"{where}: the split is not a partition of the {c.num_nodes} nodes")
+    covered = 0
+    for block in sorted(c.blocks, key=lambda b: int(b["first"])):
+        if int(block["first"]) != covered or int(block["count"]) < 1:
+            raise CuratorFileError(f"{where}: node blocks do not tile 0..{c.num_nodes - 1}")
+        covered += int(block["count"])
+    if covered != c.num_nodes:
+        raise CuratorFileError(f"{where}: node blocks do not tile 0..{c.num_nodes - 1}")
+
+
+def _load_features(directory: Path, entry: dict[str, Any], c: Curator) -> np.ndarray:
+    file = directory / str(entry["file"])
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise CuratorFileError(f"cannot read {file}: {exc.strerror}") from None
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        raise CuratorFileError(f"{file} is corrupt or was changed (checksum mismatch)")
+    x = np.load(file)
+    if x.shape != (c.num_nodes, c.num_features):
+        raise CuratorFileError(f"{file}: features have shape {x.shape}")
+    return x
