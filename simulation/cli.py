@@ -63,6 +63,8 @@ HELP = {
     "round_timeout": "seconds to wait for the replies of a round",
     "run_dir": "where Flower and Ray write state and temp files (default: a fresh temp dir, "
     "removed at the end)",
+    "curator": "deploy: the curator file written by `ldpgraph partition` (a path on the "
+    "SuperLink's machine); the server reads nothing else",
 }
 
 
@@ -103,6 +105,25 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+    d = p.add_argument_group("deploy backend (a running SuperLink; see README, Deploy)")
+    d.add_argument("--superlink", metavar="HOST:PORT", help="the SuperLink to submit the run to")
+    d.add_argument(
+        "--root-certificates",
+        metavar="CA.CRT",
+        help="CA certificate that signed the SuperLink's TLS certificate",
+    )
+    d.add_argument(
+        "--insecure",
+        action="store_true",
+        help="talk to a SuperLink started with --insecure (no TLS; testing only)",
+    )
+    d.add_argument(
+        "--deploy-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up when the run has not finished after this long (default: wait)",
+    )
     p.add_argument(
         "--store",
         default=None,
@@ -223,6 +244,39 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", default="ldpgraph results")
 
 
+def _add_partition(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "partition",
+        help="write node files for SuperNodes and a curator file for the server (deployment)",
+        description="Split a dataset for a deployment: one node file per block of k nodes "
+        "(only those nodes' adjacency rows and features; give each SuperNode its file with "
+        "--node-config \"data-file='DIR/nodes-00000'\") and DIR/curator.json, all the server "
+        "may know (node ids, labels and the split, n, d, the public feature domain). Files are "
+        "versioned, tagged with the partition's id and checksummed; a wrong or corrupt file is "
+        "refused on load.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--dataset", required=True, help=HELP["dataset"])
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
+    p.add_argument(
+        "--nodes-per-file",
+        type=int,
+        default=1,
+        metavar="K",
+        help="nodes per node file (one SuperNode hosts one file)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the split stored for the server")
+    p.add_argument("--train-split", type=float, default=0.5, help=HELP["train_split"])
+    p.add_argument("--val-split", type=float, default=0.25, help=HELP["val_split"])
+    p.add_argument("--data-root", default=None, help=HELP["data_root"])
+    p.add_argument(
+        "--public-features",
+        action="store_true",
+        help="also give the server the true features (only for edge-LDP protocols whose server "
+        "sees them)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpgraph",
@@ -232,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
+    _add_partition(sub)
     _add_report(sub)
     _add_results(sub)
     _add_sweep(sub)
@@ -261,9 +316,14 @@ def _stage_printer(quiet: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config_from_args(args)
-    from .runner import run
+    if config.backend == "deploy":
+        result = _run_deploy(config, args)
+    else:
+        if args.superlink:
+            raise UserError("--superlink is for --backend deploy")
+        from .runner import run
 
-    result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
+        result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
     if args.store:
         from .store import record_run
 
@@ -273,6 +333,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(summary(result))
     return 0
+
+
+def _run_deploy(config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
+    from .backends.deploy import DeployError, submit
+
+    if not args.superlink:
+        raise UserError("--backend deploy needs --superlink HOST:PORT")
+    say = _stage_printer(args.quiet)
+    say(f"submitting the run to the SuperLink at {args.superlink}")
+    try:
+        return submit(
+            config,
+            args.superlink,
+            root_certificates=args.root_certificates,
+            insecure=args.insecure,
+            timeout=args.deploy_timeout,
+            echo=None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True)),
+        )
+    except DeployError as exc:
+        raise UserError(str(exc)) from None
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -291,7 +371,8 @@ def summary(result: dict[str, Any]) -> str:
             f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
         )
     lines += [
-        f"  graph         original {g['original']['nodes']} nodes / {g['original']['edges']} "
+        f"  graph         original {g['original']['nodes']} nodes / "
+        f"{g['original']['edges'] if g['original']['edges'] is not None else '?'} "
         f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
         *_collection_lines(result["release"].get("collection")),
         "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in result["timings"].items()),
@@ -313,6 +394,30 @@ def _collection_lines(col: dict[str, Any] | None) -> list[str]:
             f"{r['rejected']}  refused {r['refused']}  missing {r['missing']}"
         )
     return lines
+
+
+def cmd_partition(args: argparse.Namespace) -> int:
+    from .datasets import load_dataset
+    from .partition import write_partition
+
+    if args.nodes_per_file < 1:
+        raise UserError("--nodes-per-file must be >= 1")
+    graph = load_dataset(args.dataset, args.data_root)
+    info = write_partition(
+        graph,
+        args.out,
+        args.nodes_per_file,
+        dataset=args.dataset,
+        seed=args.seed,
+        train_split=args.train_split,
+        val_split=args.val_split,
+        public_features=args.public_features,
+    )
+    print(
+        f"partition {info['partition']}: {info['nodes']} nodes in {info['files']} node files "
+        f"under {args.out}; curator file {info['curator']}"
+    )
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -450,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "run": cmd_run,
         "datasets": cmd_datasets,
+        "partition": cmd_partition,
         "results": cmd_results,
         "sweep": cmd_sweep,
         "report": cmd_report,

@@ -13,7 +13,7 @@ from typing import Any
 from ldpgraph.protocols.registry import PROTOCOLS
 
 MODELS = ("gcn", "sage", "gat", "mlp")
-BACKENDS = ("local", "flower")
+BACKENDS = ("local", "flower", "deploy")
 #: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
 PROTOCOL_KEYS = (
     "epsilon",
@@ -92,6 +92,7 @@ class RunConfig:
     wait_timeout: float = 120.0
     round_timeout: float = 600.0
     run_dir: str = ""
+    curator: str = ""
 
     def validate(self) -> RunConfig:
         if self.protocol not in PROTOCOLS:
@@ -144,6 +145,13 @@ class RunConfig:
             raise ConfigError("node-budget must be a finite number >= 0 (0: the run's epsilon)")
         if not (self.wait_timeout > 0 and self.round_timeout > 0):
             raise ConfigError("wait-timeout and round-timeout must be > 0")
+        if self.backend == "deploy" and not self.curator:
+            raise ConfigError(
+                "the deploy backend runs from a curator file: add --curator PATH (written by "
+                "`ldpgraph partition`, on the SuperLink's machine)"
+            )
+        if self.curator and self.backend != "deploy":
+            raise ConfigError("--curator is for --backend deploy")
         if self.protocol == "none" and not self.trust_curator:
             raise ConfigError(
                 "protocol 'none' uploads raw data and nodes refuse unless they trust the "

@@ -3,7 +3,9 @@
 It reads the run configuration (the same keys and defaults as ``ldpgraph run``) from
 ``[tool.flwr.app.config]`` and ``--run-config``, loads the dataset, runs the protocol's rounds
 over the federation's SuperNodes, trains and evaluates, logs the summary and writes the result
-record as JSON to ``result-path`` (default: ``$FLWR_HOME/ldpgraph-results/<run id>.json``).
+record as JSON to ``result-path`` (default: ``$FLWR_HOME/ldpgraph-results/<run id>.json``) and
+as one marked line of its log, which ``ldpgraph run --backend deploy`` reads from the stream.
+With ``curator`` set (a deployment) it reads only the curator file, never the dataset.
 """
 
 from __future__ import annotations
@@ -43,3 +45,8 @@ def main(grid: Grid, context: Context) -> None:
     Path(out).write_text(json.dumps(result, indent=2, default=_json_default))
     print(summary(result), flush=True)
     print(f"result written to {out}", flush=True)
+    # One marked line: `ldpgraph run --backend deploy` reads the record from the log stream.
+    from .backends.deploy import RESULT_MARKER
+
+    line = json.dumps(result, separators=(",", ":"), default=_json_default)
+    print(f"{RESULT_MARKER}{line}", flush=True)

@@ -6,6 +6,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
@@ -40,13 +41,17 @@ def versions() -> dict[str, str]:
     return out
 
 
-def curator_view(graph: Graph, public_features: bool) -> CuratorView:
-    return CuratorView(
-        graph.num_nodes,
-        graph.num_features,
-        graph.feature_domain,
-        graph.x if public_features else None,
-    )
+def curator_view(graph: Any, public_features: bool) -> CuratorView:
+    """What the server knows of ``graph`` (a Graph, or a Curator in a deployment)."""
+    x = None
+    if public_features:
+        x = getattr(graph, "public_features", None) if not isinstance(graph, Graph) else graph.x
+        if x is None:
+            raise ValueError(
+                "this protocol's server needs the true features, but the curator file has none: "
+                "partition with --public-features"
+            )
+    return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain, x)
 
 
 def collect_and_release(
@@ -64,7 +69,21 @@ def collect_and_release(
         from .backends.flower import release_over_grid, run_directory
 
         with run_directory(config) as workdir:
+            if not isinstance(graph, Graph):  # deployment: the SuperNodes hold the node files
+                return release_over_grid(
+                    grid,
+                    protocol,
+                    None,
+                    curator,
+                    config,
+                    workdir,
+                    progress,
+                    supernodes=len(graph.blocks),
+                    partition=graph.partition,
+                )
             return release_over_grid(grid, protocol, graph, curator, config, workdir, progress)
+    if config.backend == "deploy":
+        raise ValueError("the deploy backend runs inside a ServerApp on a SuperLink")
     if config.backend == "local":
         from .backends.local import run_protocol
 
@@ -82,9 +101,17 @@ def run(
     say = stage or (lambda _msg: None)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    say(f"loading {config.dataset}")
-    graph = load_dataset(config.dataset, config.data_root or None)
-    split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
+    if config.curator:  # deployment: what the server may know, from the curator file only
+        from .partition import load_curator
+
+        say(f"loading the curator file {config.curator}")
+        graph: Any = load_curator(config.curator)
+        config = replace(config, dataset=graph.dataset)
+        split = graph.split_for(config.seed, config.train_split, config.val_split)
+    else:
+        say(f"loading {config.dataset}")
+        graph = load_dataset(config.dataset, config.data_root or None)
+        split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
     timings["load"] = time.perf_counter() - t0
 
     where = config.backend

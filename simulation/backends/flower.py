@@ -56,40 +56,53 @@ def write_node_store(graph: Graph, directory: Path) -> Path:
 def release_over_grid(
     grid: Any,
     protocol: LdpProtocol,
-    graph: Graph,
+    graph: Graph | None,
     curator: CuratorView,
     config: RunConfig,
     workdir: Path,
     progress: Callable[[int], None] | None = None,
     abort: threading.Event | None = None,
     supernodes: int | None = None,
+    partition: str = "",
 ) -> tuple[Release, dict[str, float]]:
     """Run every round of ``protocol`` over a Flower Grid and return the release.
 
     ``supernodes``: how many SuperNodes the federation has, when the caller started it;
-    ``None`` (``flwr run``) counts those that connect and spreads the nodes over them."""
+    ``None`` (``flwr run``) counts those that connect and spreads the nodes over them.
+    ``graph`` None: a deployment, where each SuperNode reads its own node file (of
+    ``partition``) and ``supernodes`` is the number of node files."""
     from ldpgraph.server.driver import GridCollector, settled_node_count
 
     (workdir / "server-started").touch()
-    n = graph.num_nodes
-    if supernodes is None and config.nodes_per_client == 0:
-        k = -(-n // settled_node_count(grid, config.wait_timeout))
+    n = curator.num_nodes
+    if graph is None:
+        expected = int(supernodes or 1)
+        k = -(-n // expected)
     else:
-        k = config.resolved_nodes_per_client(n)
+        if supernodes is None and config.nodes_per_client == 0:
+            k = -(-n // settled_node_count(grid, config.wait_timeout))
+        else:
+            k = config.resolved_nodes_per_client(n)
+        expected = -(-n // k)
     store = workdir / "nodes"
-    if not (store / "meta.json").is_file():
+    if graph is not None and not (store / "meta.json").is_file():
         write_node_store(graph, store)
     collector = GridCollector(
         grid,
         n,
-        -(-n // k),
+        expected,
         wait_timeout=config.wait_timeout,
         round_timeout=config.round_timeout,
         progress=None,
         abort=abort,
     )
     t0 = time.perf_counter()
-    where = {"data": str(store.resolve()), "nodes-per-client": k, "num-nodes": n}
+    where = {
+        "data": str(store.resolve()) if graph is not None else "",
+        "nodes-per-client": k,
+        "num-nodes": n,
+        "partition": partition,
+    }
     collector.discover(where)
     timings = {"hello": time.perf_counter() - t0, "collect": 0.0, "reconstruct": 0.0}
     collector.progress = progress
