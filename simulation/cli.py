@@ -15,7 +15,7 @@ from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
 
-from .config import BACKENDS, MODELS, ConfigError, RunConfig
+from .config import BACKENDS, MODELS, SELECTIONS, ConfigError, RunConfig
 
 HELP = {
     "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
@@ -45,6 +45,11 @@ HELP = {
     "weight_decay": "Adam weight decay",
     "epochs": "training epochs (the epoch with the best validation accuracy is kept)",
     "hidden": "hidden units",
+    "selection": "which epoch training keeps, and which configuration a sweep picks: val_acc "
+    "(highest validation accuracy, the HoGS protocol) or val_loss (lowest validation loss, "
+    "Blink_GNN's protocol)",
+    "normalize_features": "row-normalise the features before training (PyG's NormalizeFeatures, "
+    "as Blink_GNN does); server-side post-processing, no budget",
     "seed": "run seed: every random draw derives from it",
     "train_split": "fraction of nodes for training",
     "val_split": "fraction of nodes for validation (the rest is the test set)",
@@ -90,6 +95,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["choices"] = MODELS
         if f.name == "backend":
             extra["choices"] = BACKENDS
+        if f.name == "selection":
+            extra["choices"] = SELECTIONS
         p.add_argument(
             flag,
             type=kind if kind is not bool else None,

@@ -14,6 +14,10 @@ from ldpgraph.protocols.registry import PROTOCOLS
 
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower", "deploy")
+#: How training picks its epoch (and a sweep its configuration): the highest validation
+#: accuracy (HoGS, spec 003 section 6) or the lowest validation loss (Blink_GNN's protocol,
+#: which produced HoGS Table III's BLink row; specs/baselines.md section 2.1).
+SELECTIONS = ("val_acc", "val_loss")
 #: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
 PROTOCOL_KEYS = (
     "epsilon",
@@ -77,6 +81,8 @@ class RunConfig:
     weight_decay: float = 5e-4
     epochs: int = 300
     hidden: int = 16
+    selection: str = "val_acc"
+    normalize_features: bool = False
     seed: int = 0
     train_split: float = 0.5
     val_split: float = 0.25
@@ -133,6 +139,10 @@ class RunConfig:
         for name in ("epochs", "hidden"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1")
+        if self.selection not in SELECTIONS:
+            raise ConfigError(
+                f"unknown selection {self.selection!r}; choose one of: {', '.join(SELECTIONS)}"
+            )
         if self.steps < 0:
             raise ConfigError(f"steps (l) must be >= 0, got {self.steps}")
         if self.seed < 0:

@@ -221,6 +221,8 @@ def train_release(
         dropout=config.dropout,
         epochs=config.epochs,
         hidden=config.hidden,
+        selection=config.selection,
+        normalize_features=config.normalize_features,
     )
     t1 = time.perf_counter()
     metrics = train_and_evaluate(
@@ -256,7 +258,10 @@ def _record(
             "test": metrics["test_acc"],
             "train": metrics["train_acc"],
         },
-        "training": {k: metrics[k] for k in ("best_epoch", "epochs_run", "device")},
+        "training": {
+            k: metrics[k] for k in ("best_epoch", "epochs_run", "device", "val_loss", "selection")
+            if k in metrics
+        },
         "privacy": release.privacy.to_dict(),
         "graph": {
             "original": {

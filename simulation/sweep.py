@@ -153,25 +153,36 @@ def group_units(trainings: list[Training]) -> list[Unit]:
 def best_point(
     store: Any, exp: Experiment, grid: Grid, cell: Cell
 ) -> tuple[dict[str, Any] | None, float | None, str]:
-    """The winning grid point of ``cell`` (None while its search is incomplete), its mean
-    validation accuracy and a note."""
+    """The winning grid point of ``cell`` (None while its search is incomplete), its score and
+    a note. The score is the mean validation accuracy (highest wins), or with
+    ``selection = "val_loss"`` the mean validation loss (lowest wins, Blink_GNN's rule)."""
     points = exp.configurations(grid, cell)
     best, best_val, done, total = None, None, 0, 0
     for point, cfgs in zip(points, search_runs(exp, grid, cell), strict=True):
+        by_loss = any(cfg.get("selection") == "val_loss" for cfg in cfgs)
         vals = []
         for cfg in cfgs:
             total += 1
             row = store.get(cfg)
-            if row and row["status"] == "done" and row.get("val_acc") is not None:
-                vals.append(row["val_acc"])
+            score = _score(row, by_loss) if row and row["status"] == "done" else None
+            if score is not None:
+                vals.append(score)
         done += len(vals)
         if len(vals) == len(cfgs):
             mean = statistics.fmean(vals)
-            if best_val is None or mean > best_val:
+            if best_val is None or (mean < best_val if by_loss else mean > best_val):
                 best, best_val = point, mean
     if done < total:
         return None, None, f"search incomplete ({done}/{total} runs done)"
     return best, best_val, ""
+
+
+def _score(row: dict[str, Any], by_loss: bool) -> float | None:
+    """A finished run's selection score: validation loss or validation accuracy."""
+    if not by_loss:
+        return row.get("val_acc")
+    loss = ((row.get("metrics") or {}).get("training") or {}).get("val_loss")
+    return None if loss is None else float(loss)
 
 
 # --- execution --------------------------------------------------------------------------------

@@ -276,3 +276,31 @@ def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
         assert after[k]["finished_at"] == r["finished_at"] and after[k]["id"] == r["id"]
     for k in running_before:  # killed runs redone
         assert after[k]["attempts"] >= 2
+
+
+class _FakeStore:
+    """``store.get(cfg)`` for best_point: a finished row per config, scored by its lr."""
+
+    def __init__(self, acc: dict[float, float], loss: dict[float, float]) -> None:
+        self.acc, self.loss = acc, loss
+
+    def get(self, cfg):
+        lr = cfg["lr"]
+        return {
+            "status": "done",
+            "val_acc": self.acc[lr],
+            "metrics": {"training": {"val_loss": self.loss[lr]}},
+        }
+
+
+@pytest.mark.parametrize(("selection", "winner"), [("val_acc", 0.05), ("val_loss", 0.01)])
+def test_best_point_follows_the_selection_rule(selection, winner):
+    """HoGS picks the highest mean validation accuracy, Blink_GNN the lowest validation loss."""
+    exp = _parse(TINY.replace("epochs = 5", f'epochs = 5\nselection = "{selection}"'))
+    grid = exp.grid("small")
+    cell = exp.cells()[0]
+    store = _FakeStore(acc={0.01: 0.6, 0.05: 0.7}, loss={0.01: 0.9, 0.05: 1.2})
+    best, score, note = sw.best_point(store, exp, grid, cell)
+    assert note == ""
+    assert best == {"lr": winner}
+    assert score == pytest.approx(0.7 if selection == "val_acc" else 0.9)

@@ -320,3 +320,35 @@ def test_bad_edge_weights_and_config_raise(graph):
         train_and_evaluate(edges, x, y, split, cfg, seed=0, num_classes=2)
     with pytest.raises(ValueError, match="dropout"):
         train_and_evaluate(edges, x, y, split, TrainConfig(dropout=1.0), seed=0)
+
+
+def test_val_loss_selection_keeps_the_lowest_validation_loss_epoch(graph):
+    """Same seed, same trajectory: only the kept epoch differs between the two rules."""
+    edges, x, y, split = graph
+    by_acc = train_and_evaluate(edges, x, y, split, TrainConfig(epochs=40), seed=5)
+    by_loss = train_and_evaluate(
+        edges, x, y, split, TrainConfig(epochs=40, selection="val_loss"), seed=5
+    )
+    assert by_loss["selection"] == "val_loss" and by_acc["selection"] == "val_acc"
+    assert by_loss["val_loss"] <= by_acc["val_loss"]
+    assert by_acc["val_acc"] >= by_loss["val_acc"]
+    # Training only up to the kept epoch ends on it, with the same numbers.
+    again = train_and_evaluate(
+        edges, x, y, split,
+        TrainConfig(epochs=by_loss["best_epoch"], selection="val_loss"), seed=5,
+    )
+    assert again["best_epoch"] == by_loss["best_epoch"]
+    assert again["val_loss"] == pytest.approx(by_loss["val_loss"])
+    with pytest.raises(ValueError, match="selection must be one of"):
+        TrainConfig(selection="loss").validate()
+
+
+def test_row_normalize_matches_pyg_normalize_features():
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import NormalizeFeatures
+
+    from ldpgraph.server.training import row_normalize
+
+    x = np.array([[1, 0, 1, 2], [0, 0, 0, 0], [0, 1, 0, 0]], dtype=np.uint8)
+    ref = NormalizeFeatures()(Data(x=torch.tensor(x, dtype=torch.float32))).x.numpy()
+    np.testing.assert_allclose(row_normalize(x), ref)
