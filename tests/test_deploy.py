@@ -1,0 +1,256 @@
+"""A real multi-process deployment on loopback: a SuperLink with TLS and SuperNode
+authentication and three SuperNodes (one node file of a small graph each), started with the
+scripts of deploy/ exactly as README's "Deploy" section runs them, and runs submitted with
+``ldpgraph run --backend deploy``.
+
+Checks: the deployed HoGS run gives the simulation's fingerprint; a SuperNode without a
+registered key is refused; a SuperNode whose nodes do not trust the curator refuses a
+raw-upload round; a SuperNode killed mid-run leaves its block counted as missing and the run
+completes. Every process started here carries a tag in its environment and is stopped at the
+end (also on failure); the test checks that none is left. Traffic: 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ldpgraph.simulation.config import RunConfig
+from ldpgraph.simulation.runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+BIN = Path(sys.executable).parent
+DATASET = "synthetic:n=90,classes=3,d=16,seed=4"
+BLOCK = 30  # nodes per node file: three SuperNodes
+EPOCHS = 10
+HOST = "127.0.0.1"
+TAG = "LDPGRAPH_DEPLOY_TEST"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes whose environment carries this test's tag."""
+    found = []
+    needle = f"{TAG}={tag}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+class Federation:
+    """The processes of one loopback deployment; every one is stopped by :meth:`stop`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tag = uuid.uuid4().hex
+        self.port = free_port()
+        self.address = f"{HOST}:{self.port}"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.env = {
+            **os.environ,
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FLWR_HOME": str(root / "flwr-home"),
+            "FLWR_TELEMETRY_ENABLED": "0",
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            TAG: self.tag,
+        }
+
+    def sh(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(a) for a in args],
+            env=self.env,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.root / f"{name}.log", "w")  # noqa: SIM115 (closed with the process)
+        proc = subprocess.Popen(
+            [str(a) for a in args],
+            env=self.env,
+            cwd=self.root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.root / f"{name}.log").read_text(errors="replace")
+
+    def kill(self, name: str) -> None:
+        proc = self.procs[name]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=10)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name)
+        deadline = time.monotonic() + 15
+        while (left := tagged(self.tag)) and time.monotonic() < deadline:
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL if time.monotonic() > deadline - 10 else 15)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.3)
+
+    def supernode(self, name: str, key: str, block: int, port: int, *extra: str):
+        return self.start(
+            name,
+            DEPLOY / "start-supernode.sh",
+            "--superlink", self.address,
+            "--ca", "certs/ca.crt",
+            "--key", f"keys/{key}",
+            "--data", f"part/nodes-{block:05d}",
+            "--port", str(port),
+            *extra,
+        )  # fmt: skip
+
+    def submit(self, *extra: str, timeout: float = 150) -> subprocess.Popen:
+        return self.start(
+            f"run-{len(self.procs)}",
+            BIN / "ldpgraph", "run", "--backend", "deploy",
+            "--superlink", self.address,
+            "--root-certificates", "certs/ca.crt",
+            "--curator", str(self.root / "part"),
+            "--epochs", str(EPOCHS),
+            "--deploy-timeout", str(timeout),
+            "--json",
+            *extra,
+        )  # fmt: skip
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def result_of(fed: Federation, proc: subprocess.Popen, timeout: float = 180) -> dict:
+    name = next(k for k, v in fed.procs.items() if v is proc)
+    proc.wait(timeout=timeout)
+    out = fed.log(name)
+    assert proc.returncode == 0, out[-3000:]
+    return json.loads(out[out.index("\n{\n") + 1 : out.rindex("\n}") + 2])
+
+
+@pytest.fixture(scope="module")
+def fed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deploy")
+    f = Federation(root)
+    try:
+        # README, Deploy: machine A (SuperLink) ...
+        assert f.sh(DEPLOY / "make-certs.sh", "-o", "certs", HOST, "localhost").returncode == 0
+        r = f.sh(DEPLOY / "make-supernode-keys.sh", "-o", "keys", "b0", "b1", "b2", "rogue")
+        assert r.returncode == 0, r.stderr
+        r = f.sh(
+            BIN / "ldpgraph", "partition", "--dataset", DATASET, "--out", "part",
+            "--nodes-per-file", str(BLOCK),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        f.start(
+            "superlink", DEPLOY / "start-superlink.sh", "--certs", "certs", "--host", HOST,
+            "--port", str(f.port), "--state", "state",
+        )  # fmt: skip
+        wait_for(lambda: "Uvicorn running" in f.log("superlink"), 60, "the SuperLink")
+        pubs = [f"keys/b{i}.pub" for i in range(3)]
+        r = f.sh(
+            DEPLOY / "register-supernodes.sh", "--superlink", f.address, "--ca", "certs/ca.crt",
+            *pubs,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr + r.stdout
+        # ... machine B (SuperNodes): block 2's nodes do not trust the curator with raw data.
+        f.supernode("sn0", "b0", 0, free_port(), "--trust-curator")
+        f.supernode("sn1", "b1", 1, free_port(), "--trust-curator")
+        f.supernode("sn2", "b2", 2, free_port())
+        for i in range(3):
+            wait_for(lambda i=i: "SuperNode ID" in f.log(f"sn{i}"), 60, f"SuperNode {i}")
+        yield f
+    finally:
+        f.stop()
+        assert tagged(f.tag) == [], "processes left behind"
+
+
+def test_deployed_hogs_matches_simulation(fed):
+    proc = fed.submit("--seed", "2")
+    sim = run(
+        RunConfig(dataset=DATASET, epochs=EPOCHS, seed=2, backend="local", nodes_per_client=BLOCK)
+    )
+    record = result_of(fed, proc)
+    assert record["config"]["backend"] == "deploy"
+    assert record["config"]["dataset"] == DATASET
+    collection = record["release"]["collection"]
+    assert collection["supernodes"] == 3
+    assert collection["rounds"][0]["replied"] == 90
+    assert record["fingerprint"] == sim["fingerprint"]
+    assert record["accuracy"] == sim["accuracy"]
+    assert record["graph"]["original"]["edges"] is None  # the server never saw the graph
+
+
+def test_unregistered_supernode_is_refused(fed):
+    proc = fed.supernode("rogue", "rogue", 0, free_port())
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    assert "Failed to activate SuperNode" in fed.log("rogue")
+
+
+def test_untrusting_nodes_refuse_raw_upload(fed):
+    record = result_of(fed, fed.submit("--protocol", "none", "--trust-curator", "true"))
+    r0 = record["release"]["collection"]["rounds"][0]
+    assert (r0["replied"], r0["refused"], r0["missing"]) == (60, BLOCK, 0)
+    assert any("trust" in reason for reason in r0["reasons"]), r0["reasons"]
+
+
+def test_supernode_killed_mid_run_counts_as_missing(fed):
+    before = len(fed.log("sn1"))
+
+    def got_round_message() -> bool:
+        text = fed.log("sn1")[before:]
+        return "ROUND round-0]" in text and "Received successfully" in text.split("round-0]")[1]
+
+    proc = fed.submit("--seed", "3", "--round-timeout", "15")
+    wait_for(got_round_message, 150, "SuperNode 1 to receive its round message")
+    fed.kill("sn1")  # before its ClientApp can answer
+    record = result_of(fed, proc)
+    r0 = record["release"]["collection"]["rounds"][0]
+    assert (r0["replied"], r0["missing"]) == (60, BLOCK)
+    assert r0["reasons"] == {"no reply (timeout or lost SuperNode)": BLOCK}
+    assert record["fingerprint"]  # the run completed with the rest
