@@ -225,6 +225,18 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="only the first N cells (file order: dataset, protocol, model, ε)",
     )
+    for key, what in (
+        ("datasets", "datasets"),
+        ("protocols", "protocol entries (names or variant labels)"),
+        ("models", "models"),
+        ("epsilons", "ε values"),
+    ):
+        p.add_argument(
+            f"--{key}",
+            metavar="A,B",
+            default=None,
+            help=f"only these {what} of the file, comma-separated",
+        )
     p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
@@ -528,6 +540,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         workers=workers,
         phases=phases or ("search", "final"),
         limit=args.limit,
+        only={
+            key: [v.strip() for v in value.split(",") if v.strip()]
+            for key in ("datasets", "protocols", "models", "epsilons")
+            if (value := getattr(args, key)) is not None
+        },
         dry_run=args.dry_run,
         progress=not args.quiet,
         say=_stage_printer(args.quiet),

@@ -43,7 +43,17 @@ from .config import ConfigError, RunConfig
 from .experiment import FINAL_SEED_OFFSET, Cell, Experiment, Grid
 
 #: Keys that only change the training, not the release.
-TRAIN_KEYS = ("model", "lr", "dropout", "weight_decay", "epochs", "hidden", "device")
+TRAIN_KEYS = (
+    "model",
+    "lr",
+    "dropout",
+    "weight_decay",
+    "epochs",
+    "hidden",
+    "device",
+    "selection",
+    "normalize_features",
+)
 #: Keys used only by the server's reconstruction of a one-round protocol (τ, l): the same
 #: reports serve every value.
 SERVER_KEYS = ("tau", "steps")
@@ -140,6 +150,36 @@ def final_runs(exp: Experiment, grid: Grid, cell: Cell, point: dict[str, Any]) -
     _, n = exp.runs(grid)
     base = {**exp.base_config(cell), **point}
     return [_canon_cfg({**base, "seed": exp.seed + FINAL_SEED_OFFSET + i}, True) for i in range(n)]
+
+
+#: ``run_sweep(only=...)`` keys and how a cell exposes each.
+CELL_FILTERS: dict[str, Callable[[Cell], str]] = {
+    "datasets": lambda c: c.dataset,
+    "protocols": lambda c: c.entry.label,
+    "models": lambda c: c.model,
+    "epsilons": lambda c: f"{c.epsilon:g}",
+}
+
+
+def select_cells(cells: list[Cell], only: dict[str, list[str]]) -> list[Cell]:
+    """The cells matching every filter of ``only`` (values as the file writes them; epsilons
+    compared as numbers). A value no cell has is an error, so a typo never runs nothing."""
+    for key, values in only.items():
+        if key not in CELL_FILTERS:
+            raise ValueError(f"unknown cell filter {key!r}; known: {', '.join(CELL_FILTERS)}")
+        if not values:
+            continue
+        get = CELL_FILTERS[key]
+        wanted = {f"{float(v):g}" for v in values} if key == "epsilons" else set(values)
+        present = {get(c) for c in cells}
+        missing = sorted(wanted - present)
+        if missing:
+            raise ValueError(
+                f"--{key} {','.join(missing)}: not in the experiment (it has "
+                f"{', '.join(sorted(present))})"
+            )
+        cells = [c for c in cells if get(c) in wanted]
+    return cells
 
 
 def group_units(trainings: list[Training]) -> list[Unit]:
@@ -367,11 +407,15 @@ def run_sweep(
     workers: int | None = None,
     phases: tuple[str, ...] = PHASES,
     limit: int | None = None,
+    only: dict[str, list[str]] | None = None,
     dry_run: bool = False,
     progress: bool = False,
     say: Callable[[str], None] = lambda _m: None,
 ) -> SweepResult:
-    """Run (or with ``dry_run`` count) the sweep of ``exp`` under grid ``grid_name``."""
+    """Run (or with ``dry_run`` count) the sweep of ``exp`` under grid ``grid_name``.
+
+    ``only`` keeps the cells whose dataset / protocol (entry label) / model / epsilon is among
+    the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those."""
     from .store import ResultsStore
 
     grid = exp.grid(grid_name)
@@ -379,7 +423,7 @@ def run_sweep(
         exp.check_protocols()
     store_path = store_path or exp.store
     workers = (os.cpu_count() or 1) if workers is None else workers
-    cells = exp.cells()
+    cells = select_cells(exp.cells(), only or {})
     if limit is not None:
         cells = cells[: max(0, limit)]
     check = not dry_run
@@ -535,7 +579,8 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
 
 
 def format_dry_run(exp: Experiment, grid_name: str, result: SweepResult, workers: int) -> str:
-    lines = [f"sweep {exp.name} (grid {grid_name}, {len(exp.cells())} cells, {workers} workers)"]
+    cells = len(result.summary) or len(exp.cells())
+    lines = [f"sweep {exp.name} (grid {grid_name}, {cells} cells, {workers} workers)"]
     total = 0.0
     for phase, st in result.phases.items():
         bound = " (upper bound: search not done)" if st.upper_bound else ""

@@ -304,3 +304,22 @@ def test_best_point_follows_the_selection_rule(selection, winner):
     assert note == ""
     assert best == {"lr": winner}
     assert score == pytest.approx(0.7 if selection == "val_acc" else 0.9)
+
+
+def test_cell_filters_pick_cells_and_reject_unknown_values():
+    exp = _parse(TINY.replace("epsilons = [4]", "epsilons = [4, 6]"))
+    cells = sw.select_cells(exp.cells(), {"protocols": ["rr"], "epsilons": ["6.0"]})
+    assert [c.label for c in cells] == [f"{SYN}/rr/gcn/ε=6"]
+    assert len(sw.select_cells(exp.cells(), {"models": ["gcn"]})) == 4
+    with pytest.raises(ValueError, match="--datasets cora: not in the experiment"):
+        sw.select_cells(exp.cells(), {"datasets": ["cora"]})
+
+
+def test_sweep_cli_filters_in_dry_run(tmp_path, capsys):
+    path = _write(tmp_path, TINY)
+    assert main(["sweep", str(path), "--grid", "small", "--dry-run", "--protocols", "rr",
+                 "--store", str(tmp_path / "s.db")]) == 0
+    out = capsys.readouterr().out
+    assert "1 cells" in out
+    assert main(["sweep", str(path), "--grid", "small", "--dry-run", "--models", "gin"]) == 2
+    assert "--models gin: not in the experiment" in capsys.readouterr().err
