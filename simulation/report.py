@@ -83,11 +83,28 @@ def final_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return phased if phased else done
 
 
+def method_of(row: dict[str, Any]) -> str:
+    """The row's method: the experiment entry it ran under (a variant label such as
+    ``hogs-d0.3``), else its protocol."""
+    return (row.get("extra") or {}).get("entry") or row["protocol"]
+
+
+def method_label(method: str) -> str:
+    """A legend label: the paper's name, or a readable one for sweep variants."""
+    if method in METHOD_LABELS:
+        return METHOD_LABELS[method]
+    prefixes = (("hogs-d", "HoGS δ="), ("hogs-t", "HoGS τ="), ("hogs-kprop-k", "TR + KProp K="))
+    for prefix, name in prefixes:
+        if method.startswith(prefix):
+            return name + method[len(prefix) :]
+    return method
+
+
 def cell_key(row: dict[str, Any], by: Sequence[str] = ()) -> tuple:
     cfg = row.get("config") or {}
     return (
         row["dataset"],
-        row["protocol"],
+        method_of(row),
         row["model"],
         float(row["epsilon"]),
         *(cfg.get(k) for k in by),
@@ -163,7 +180,7 @@ def reproduction_markdown(
             " (substitute, not counted)" if sub else ""
         )
         lines.append(
-            f"| {model.upper()} | {METHOD_LABELS[method]} | {label} | {eps} | "
+            f"| {model.upper()} | {method_label(method)} | {label} | {eps} | "
             f"{_fmt(cell)} | {pm:.1f} ± {ps:.1f} | {diff:+.1f} | "
             f"{'–' if sub else ('yes' if ok else 'no')} |"
         )
@@ -204,12 +221,54 @@ def plot_vs(
         ys = [p[1]["mean"] for p in pts]
         es = [p[1]["std"] for p in pts]
         style = dict(linestyle="--", marker=None) if method in REFERENCE_LINES else dict(marker="o")
-        ax.errorbar(xs, ys, yerr=es, capsize=3, label=METHOD_LABELS.get(method, method), **style)
+        ax.errorbar(xs, ys, yerr=es, capsize=3, label=method_label(method), **style)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title or f"{DATASET_LABELS.get(dataset, dataset)} — {model.upper()}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def plot_bars(agg: dict[tuple, dict], dataset: str, model: str, epsilon: float, out: Path) -> Path:
+    """One bar per method at a single ε (the ablation figure), with error bars; the
+    non-private bound and the MLP floor as dashed horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars, lines = [], []
+    for key, cell in sorted(agg.items(), key=lambda kv: str(kv[0])):
+        if key[0] != dataset or float(key[3]) != float(epsilon):
+            continue
+        if key[1] == "features-only" and key[2] == "mlp":
+            lines.append((key[1], cell))
+        elif key[2] == model:
+            (lines if key[1] in REFERENCE_LINES else bars).append((key[1], cell))
+    fig, ax = plt.subplots(figsize=(4.2, 3.2), dpi=110)
+    xs = range(len(bars))
+    ax.bar(
+        xs,
+        [c["mean"] for _, c in bars],
+        yerr=[c["std"] for _, c in bars],
+        capsize=3,
+        color="tab:blue",
+    )
+    ax.set_xticks(list(xs), [method_label(m) for m, _ in bars], rotation=20, fontsize=7)
+    for (method, cell), color in zip(lines, ("tab:green", "tab:red"), strict=False):
+        ax.axhline(cell["mean"], linestyle="--", color=color, label=method_label(method))
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(
+        f"{DATASET_LABELS.get(dataset, dataset)} — {model.upper()}, ε = {epsilon:g}", fontsize=9
+    )
+    ax.grid(alpha=0.3, axis="y")
+    if lines:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
@@ -275,29 +334,21 @@ def write_report(
             f"Reproduction: [{rep.name}]({rep.name}) — {counts['within']} of "
             f"{counts['compared']} cells within 3 points.",
         ]
-    swept = [
-        (k, label)
-        for k, label in (("feature_share", "feature share δ"), ("tau", "τ"))
-        if _varying(rows, k)
-    ]
     for dataset in datasets:
         for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):
-            if len({k[3] for k in agg if k[0] == dataset and k[2] == model}) > 1:
+            eps_values = sorted({k[3] for k in agg if k[0] == dataset and k[2] == model})
+            if len(eps_values) > 1:
                 path = plot_vs(agg, dataset, model, out_dir / f"acc-vs-eps-{dataset}-{model}.png")
-                written.append(path)
-                index += ["", f"![{dataset} {model}]({path.name})"]
-            for key, label in swept:
-                by = aggregate([r for r in rows if r["dataset"] == dataset], by=(key,))
-                path = plot_vs(
-                    by,
+            else:
+                path = plot_bars(
+                    agg,
                     dataset,
                     model,
-                    out_dir / f"acc-vs-{key}-{dataset}-{model}.png",
-                    x_index=4,
-                    xlabel=label,
+                    eps_values[0],
+                    out_dir / f"acc-at-eps{eps_values[0]:g}-{dataset}-{model}.png",
                 )
-                written.append(path)
-                index += ["", f"![{dataset} {model} vs {key}]({path.name})"]
+            written.append(path)
+            index += ["", f"![{dataset} {model}]({path.name})"]
     summary = out_dir / "summary.md"
     lines = [
         "| dataset | protocol | model | ε | test accuracy (%) | runs |",

@@ -62,10 +62,22 @@ def test_plot_writes_png(tmp_path):
     rows += [row("cora", "features-only", "mlp", e, 0.6) for e in (3, 5)]
     out = report.plot_vs(report.aggregate(rows), "cora", "gcn", tmp_path / "f.png")
     assert out.stat().st_size > 5000
-    swept = [row("cora", "hogs", "gcn", 4, 0.7 + t / 10, tau=t) for t in (0.5, 0.7, 0.9)]
-    agg = report.aggregate(swept, by=("tau",))
-    out2 = report.plot_vs(agg, "cora", "gcn", tmp_path / "g.png", x_index=4, xlabel="τ")
+    out2 = report.plot_bars(report.aggregate(rows), "cora", "gcn", 3, tmp_path / "g.png")
     assert out2.stat().st_size > 5000
+
+
+def test_variants_are_their_own_methods():
+    """Sweep variants (one δ per entry) are separate lines, labelled readably."""
+    rows = [
+        {**row("cora", "hogs", "gcn", 4, acc), "extra": {"phase": "final", "entry": entry}}
+        for entry, acc in (("hogs-d0.1", 0.7), ("hogs-d0.5", 0.3))
+    ]
+    agg = report.aggregate(report.final_rows(rows))
+    assert agg[("cora", "hogs-d0.1", "gcn", 4.0)]["mean"] == pytest.approx(70.0)
+    assert agg[("cora", "hogs-d0.5", "gcn", 4.0)]["mean"] == pytest.approx(30.0)
+    assert report.method_label("hogs-d0.1") == "HoGS δ=0.1"
+    assert report.method_label("hogs-kprop-k2") == "TR + KProp K=2"
+    assert report.method_label("blink-hard") == "BLink"
 
 
 def test_report_command_end_to_end(tmp_path, capsys):
