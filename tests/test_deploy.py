@@ -148,7 +148,7 @@ class Federation:
             BIN / "ldpgraph", "run", "--backend", "deploy",
             "--superlink", self.address,
             "--root-certificates", "certs/ca.crt",
-            "--curator", str(self.root / "part"),
+            "--curator", "part/curator.json",
             "--epochs", str(EPOCHS),
             "--deploy-timeout", str(timeout),
             "--json",

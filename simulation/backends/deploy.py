@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ def write_app(directory: Path, config: RunConfig) -> Path:
         "[project]",
         'name = "ldpgraph-deploy"',
         'version = "1.0.0"',
+        'description = "ldpgraph run submitted by ldpgraph run --backend deploy"',
+        'license = "Apache-2.0"',
         "dependencies = []",
         "",
         "[tool.flwr.app]",
@@ -134,6 +137,8 @@ def submit(
         if not Path(root_certificates).is_file():
             raise FileNotFoundError(f"no CA certificate at {root_certificates}")
     config.validate()
+    if Path(config.curator).exists():  # submitted on the SuperLink's machine: an absolute path
+        config = replace(config, curator=str(Path(config.curator).resolve()))
     work = Path(tempfile.mkdtemp(prefix="ldpg-deploy-"))
     try:
         home = work / "flwr"
