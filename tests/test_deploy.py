@@ -254,3 +254,47 @@ def test_supernode_killed_mid_run_counts_as_missing(fed):
     assert (r0["replied"], r0["missing"]) == (60, BLOCK)
     assert r0["reasons"] == {"no reply (timeout or lost SuperNode)": BLOCK}
     assert record["fingerprint"]  # the run completed with the rest
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--curator", "c.json"], "needs --superlink HOST:PORT"),
+        (["--superlink", "127.0.0.1:9"], "add --curator PATH"),
+        (["--superlink", "nowhere", "--curator", "c.json"], "must be HOST:PORT"),
+        (["--superlink", "127.0.0.1:9", "--curator", "c.json"], "--root-certificates"),
+        (
+            ["--superlink", "127.0.0.1:9", "--curator", "c.json", "--root-certificates", "no.crt"],
+            "no CA certificate",
+        ),
+    ],
+)
+def test_deploy_cli_errors(args, message, capsys):
+    from ldpgraph.simulation.cli import main
+
+    assert main(["run", "--backend", "deploy", "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_curator_needs_deploy_and_superlink_needs_deploy(capsys):
+    from ldpgraph.simulation.cli import main
+
+    assert main(["run", "--backend", "local", "--curator", "c.json"]) == 2
+    assert "--curator is for --backend deploy" in capsys.readouterr().err
+    assert main(["run", "--backend", "local", "--superlink", "127.0.0.1:9"]) == 2
+    assert "--superlink is for --backend deploy" in capsys.readouterr().err
+
+
+def test_unreachable_superlink_is_a_clear_error(tmp_path, capsys):
+    from ldpgraph.simulation.cli import main
+
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    args = ["--superlink", f"{HOST}:{free_port()}", "--root-certificates", str(ca)]
+    code = main(
+        ["run", "--backend", "deploy", "--quiet", "--curator", "c.json", "--deploy-timeout", "60"]
+        + args
+    )
+    assert code == 2
+    assert "gave no result" in capsys.readouterr().err
