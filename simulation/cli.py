@@ -211,6 +211,14 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="worker processes (default: CPU count; 0: in this process)",
     )
+    p.add_argument(
+        "--ray-address",
+        default="",
+        metavar="HOST:PORT",
+        help="run the work as tasks on the existing Ray cluster at this address (its head's "
+        "GCS, e.g. 127.0.0.1:6379) instead of local worker processes; results are still "
+        "written by this process into the local store",
+    )
     only = p.add_mutually_exclusive_group()
     only.add_argument("--only-search", action="store_true", help="run the search phase only")
     only.add_argument(
@@ -548,6 +556,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         progress=not args.quiet,
         say=_stage_printer(args.quiet),
+        ray_address=args.ray_address,
     )
     if args.dry_run:
         print(format_dry_run(exp, args.grid, result, workers))

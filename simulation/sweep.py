@@ -242,14 +242,17 @@ def _graph(cfg: RunConfig) -> Any:
 
 def run_unit(
     unit: Unit,
-    store_path: str,
+    store_path: str | Any,
     sweep: str,
     num_threads: int | None = 1,
     tick: Callable[[int], None] | Any = None,
 ) -> dict[str, int]:
     """Run the pending trainings of one unit; returns counts (collections, reconstructions,
     trained, failed, skipped). ``tick`` is a callable or a queue (``put``) told of each
-    training finished or skipped."""
+    training finished or skipped. ``store_path`` may instead be an object with the store's
+    ``is_done``/``claim``/``finish``/``fail`` (a Ray task hands its results to the driver)."""
+    import contextlib
+
     from .runner import collect_reports, make_release, release_from_reports, train_release
     from .splits import make_split
     from .store import ResultsStore
@@ -260,7 +263,12 @@ def run_unit(
         (tick.put if hasattr(tick, "put") else tick)(n)
 
     counts = {"collections": 0, "reconstructions": 0, "trained": 0, "failed": 0, "skipped": 0}
-    with ResultsStore(store_path) as store:
+    opened = (
+        ResultsStore(store_path)
+        if isinstance(store_path, str | os.PathLike)
+        else contextlib.nullcontext(store_path)
+    )
+    with opened as store:
         pending = [t for t in unit.trainings if not store.is_done(t.config)]
         counts["skipped"] = len(unit.trainings) - len(pending)
         if not pending:
@@ -320,6 +328,7 @@ def _execute(
     workers: int,
     bar: Any,
     stats: PhaseStats,
+    ray_address: str = "",
 ) -> None:
     def add(c: dict[str, int]) -> None:
         stats.collections += c["collections"]
@@ -327,6 +336,11 @@ def _execute(
         stats.trained += c["trained"]
         stats.failed += c["failed"]
 
+    if ray_address:  # units as tasks on an existing Ray cluster (see ray_sweep)
+        from .ray_sweep import execute_on_ray
+
+        execute_on_ray(units, store_path, sweep, ray_address, bar, add)
+        return
     tick = bar.update if bar is not None else None
     if workers <= 0:  # in this process (tests, debugging)
         for u in units:
@@ -411,11 +425,13 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = False,
     say: Callable[[str], None] = lambda _m: None,
+    ray_address: str = "",
 ) -> SweepResult:
     """Run (or with ``dry_run`` count) the sweep of ``exp`` under grid ``grid_name``.
 
     ``only`` keeps the cells whose dataset / protocol (entry label) / model / epsilon is among
-    the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those."""
+    the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those.
+    ``ray_address``: run the units as tasks on that Ray cluster instead of local processes."""
     from .store import ResultsStore
 
     grid = exp.grid(grid_name)
@@ -451,7 +467,8 @@ def run_sweep(
             return
         say(
             f"{phase}: {st.pending} of {st.trainings} trainings to run in {st.units} units "
-            f"({st.releases} releases), {workers or 1} worker(s)"
+            f"({st.releases} releases), "
+            + (f"Ray cluster at {ray_address}" if ray_address else f"{workers or 1} worker(s)")
         )
         bar = None
         if progress and st.pending:
@@ -459,7 +476,7 @@ def run_sweep(
 
             bar = tqdm(total=st.pending, unit="run", desc=phase, file=sys.stderr, smoothing=0.05)
         try:
-            _execute(todo, store_path, exp.name, workers, bar, st)
+            _execute(todo, store_path, exp.name, workers, bar, st, ray_address)
         finally:
             if bar is not None:
                 bar.close()

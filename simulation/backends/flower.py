@@ -29,7 +29,7 @@ from ldpgraph.protocols.base import CuratorView, LdpProtocol
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.types import Release
 
-from ..config import RunConfig
+from ..config import ConfigError, RunConfig
 
 log = logging.getLogger("ldpgraph.simulation")
 
@@ -201,7 +201,19 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
     old_term = signal.getsignal(signal.SIGTERM)
     on_main = threading.current_thread() is threading.main_thread()
     try:
-        ray.init(**ray_init_args(config, ray_tmp))
+        init_args = ray_init_args(config, ray_tmp)
+        if config.ray_address:
+            from ..raycluster import alive_nodes, connect
+
+            connect(init_args.pop("address"), **init_args)
+            if not config.run_dir and alive_nodes() > 1:
+                # The ClientApps read the node store from the run directory.
+                raise ConfigError(
+                    "on a Ray cluster of several machines, give --run-dir a directory that "
+                    "every machine mounts at the same path (the clients read their data there)"
+                )
+        else:
+            ray.init(**init_args)
         if on_main:  # ray.init installs a handler that aborts without cleanup
             signal.signal(signal.SIGTERM, _raise_interrupt)
         yield
