@@ -107,19 +107,36 @@ def connect(address: str, **init_args: Any) -> None:
         if is_loopback(host):
             pinned = "127.0.0.1" if host == "localhost" else host
             target = _join(pinned, port)
-    # We use no accelerators through Ray; this silences Ray's tip about a future default.
-    quiet = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
-    had = os.environ.get(quiet)
-    os.environ.setdefault(quiet, "0")
-    try:
+    with _quiet():
         if pinned is None:
             ray.init(address=target, **init_args)
         else:
             with _single_machine():
                 ray.init(address=target, _node_ip_address=pinned, **init_args)
+
+
+def start_local(**init_args: Any) -> None:
+    """``ray.init`` of a private one-machine Ray that listens on loopback only.
+
+    Left to itself Ray binds its GCS and raylet on every interface and its agents on the
+    machine's outside address, although nothing outside ever talks to a one-machine Ray."""
+    import ray
+
+    with _quiet(), _single_machine():
+        ray.init(_node_ip_address="127.0.0.1", **init_args)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """We use no accelerators through Ray: silence Ray's tip about its future default."""
+    name = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
+    had = name in os.environ
+    os.environ.setdefault(name, "0")
+    try:
+        yield
     finally:
-        if had is None:
-            os.environ.pop(quiet, None)
+        if not had:
+            os.environ.pop(name, None)
 
 
 def _join(host: str, port: int) -> str:

@@ -213,7 +213,9 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
                     "every machine mounts at the same path (the clients read their data there)"
                 )
         else:
-            ray.init(**init_args)
+            from ..raycluster import start_local
+
+            start_local(**init_args)
         if on_main:  # ray.init installs a handler that aborts without cleanup
             signal.signal(signal.SIGTERM, _raise_interrupt)
         yield
