@@ -276,6 +276,59 @@ def plot_bars(agg: dict[tuple, dict], dataset: str, model: str, epsilon: float, 
     return out
 
 
+#: Sweep variants named ``<prefix><value>`` (experiments/hogs-fig8.toml, hogs-fig9.toml): the
+#: paper plots accuracy against the value, one line per ε.
+SWEPT_PREFIXES = {"hogs-d": "privacy split δ", "hogs-t": "edge threshold τ"}
+
+
+def plot_swept(
+    agg: dict[tuple, dict], dataset: str, model: str, prefix: str, xlabel: str, out: Path
+) -> Path:
+    """Accuracy against a swept parameter (variants ``prefix<value>``), one line per ε, the
+    non-private bound dashed and the MLP floor as a band over the ε values."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: dict[float, list[tuple[float, dict]]] = defaultdict(list)
+    bound, floor = [], []
+    for key, cell in agg.items():
+        if key[0] != dataset:
+            continue
+        if key[1].startswith(prefix) and key[2] == model:
+            lines[float(key[3])].append((float(key[1][len(prefix) :]), cell))
+        elif key[1] == "none" and key[2] == model:
+            bound.append(cell["mean"])
+        elif key[1] == "features-only" and key[2] == "mlp":
+            floor.append(cell["mean"])
+    fig, ax = plt.subplots(figsize=(4.2, 3.2), dpi=110)
+    for eps, pts in sorted(lines.items()):
+        pts.sort(key=lambda p: p[0])
+        ax.errorbar(
+            [p[0] for p in pts],
+            [p[1]["mean"] for p in pts],
+            yerr=[p[1]["std"] for p in pts],
+            capsize=3,
+            marker="o",
+            label=f"ε = {eps:g}",
+        )
+    if bound:
+        ax.axhline(statistics.fmean(bound), linestyle="--", color="k", label="non-private")
+    if floor:
+        ax.axhspan(min(floor), max(floor), color="grey", alpha=0.25, label="MLP floor (over ε)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"{DATASET_LABELS.get(dataset, dataset)} — {model.upper()}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
 def summary_rows(agg: dict[tuple, dict]) -> list[dict[str, Any]]:
     return [
         {
@@ -349,6 +402,12 @@ def write_report(
                 )
             written.append(path)
             index += ["", f"![{dataset} {model}]({path.name})"]
+            for prefix, label in SWEPT_PREFIXES.items():
+                if any(k[0] == dataset and k[1].startswith(prefix) for k in agg):
+                    name = f"acc-vs-{prefix.removeprefix('hogs-')}-{dataset}-{model}.png"
+                    path = plot_swept(agg, dataset, model, prefix, label, out_dir / name)
+                    written.append(path)
+                    index += ["", f"![{dataset} {model} vs {label}]({path.name})"]
     summary = out_dir / "summary.md"
     lines = [
         "| dataset | protocol | model | ε | test accuracy (%) | runs |",

@@ -105,3 +105,20 @@ def test_report_command_end_to_end(tmp_path, capsys):
     assert any(n.startswith("acc-vs-eps-") and n.endswith(".png") for n in names)
     assert cli.main(["report", "--store", str(tmp_path / "none.db"), "--out", "x"]) == 2
     assert "no results store" in capsys.readouterr().err
+
+
+def test_swept_variants_plot_against_their_value(tmp_path):
+    rows = [
+        {
+            **row("cora", "hogs", "gcn", e, 0.5 + d / 2),
+            "extra": {"phase": "final", "entry": f"hogs-d{d}"},
+        }
+        for d in (0.1, 0.5, 0.9)
+        for e in (3, 8)
+    ]
+    rows += [row("cora", "none", "gcn", e, 0.88) for e in (3, 8)]
+    rows += [row("cora", "features-only", "mlp", e, 0.5 + e / 100) for e in (3, 8)]
+    written = report.write_report(rows, tmp_path)
+    names = {p.name for p in written}
+    assert "acc-vs-d-cora-gcn.png" in names and "acc-vs-eps-cora-gcn.png" in names
+    assert (tmp_path / "acc-vs-d-cora-gcn.png").stat().st_size > 5000
