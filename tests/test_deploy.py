@@ -298,3 +298,32 @@ def test_unreachable_superlink_is_a_clear_error(tmp_path, capsys):
     )
     assert code == 2
     assert "gave no result" in capsys.readouterr().err
+
+
+def test_timed_out_run_is_stopped_on_the_superlink(fed):
+    """Runs after the kill test: with SuperNode 1 gone the server waits for it, the submitter
+    gives up at --deploy-timeout and asks the SuperLink to stop the run."""
+    assert fed.procs["sn1"].poll() is not None, "needs the SuperNode killed by the test above"
+    proc = fed.submit("--seed", "5", timeout=25)
+    name = next(k for k, v in fed.procs.items() if v is proc)
+    proc.wait(timeout=120)
+    out = fed.log(name)
+    assert proc.returncode == 2, out[-2000:]
+    assert "did not finish within --deploy-timeout" in out and "stopped it there" in out, out
+    run_id = out.split("(run ")[-1].split()[0]
+    home = fed.root / "ls-home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "link"\n\n[superlink.link]\naddress = "{fed.address}"\n'
+        f'root-certificates = "{fed.root / "certs" / "ca.crt"}"\n'
+    )
+    env = {**fed.env, "FLWR_HOME": str(home)}
+
+    def status() -> str:
+        ls = subprocess.run(
+            [str(BIN / "flwr"), "ls", "link", "--run-id", run_id, "--format", "json"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        return ls.stdout
+
+    wait_for(lambda: "stopped" in status(), 60, f"run {run_id} to show as stopped")

@@ -183,6 +183,16 @@ def _stream(
             if echo is not None:
                 echo(text)
         proc.wait(timeout=30)
+    except BaseException as exc:
+        # Timed out or interrupted (Ctrl-C): the run would go on on the SuperLink without
+        # anyone waiting for it, so ask the SuperLink to stop it.
+        if run_id is None or result is not None:
+            raise
+        stopped = stop_run(run_id, env)
+        if isinstance(exc, DeployError):
+            what = "stopped it there" if stopped else "could not stop it there"
+            raise DeployError(f"{exc} (run {run_id} on {superlink}: {what})") from None
+        raise
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -196,6 +206,21 @@ def _stream(
         which = f" (run {run_id}; see `flwr log {run_id}`)" if run_id else ""
         raise DeployError(f"the run on {superlink} gave no result{which}; last output:\n  {last}")
     return result
+
+
+def stop_run(run_id: str, env: dict[str, str]) -> bool:
+    """``flwr stop RUN_ID`` on our connection (bounded); True if the SuperLink accepted it."""
+    try:
+        done = subprocess.run(
+            [_flwr(), "stop", str(run_id), CONNECTION],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _lines(proc: subprocess.Popen, deadline: float | None):
