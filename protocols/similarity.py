@@ -14,6 +14,10 @@ import numpy as np
 import scipy.sparse as sp
 
 _PAIR_CHUNK = 1 << 18
+#: Above this many prefix-filter candidate pairs (dense rows, e.g. 1-bit-perturbed features,
+#: where every column is frequent) the binary join switches to exact blockwise products, whose
+#: memory is one block of rows against all rows instead of every candidate pair at once.
+PREFIX_PAIR_BUDGET = 1 << 25
 
 
 class FeatureRows:
@@ -148,6 +152,8 @@ class FeatureRows:
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [ranks.shape[0]]])
         sizes = ends - starts
+        if int((sizes * (sizes - 1) // 2).sum()) > PREFIX_PAIR_BUDGET:
+            return self._binary_block_join(t)
         pi: list[np.ndarray] = []
         pj: list[np.ndarray] = []
         for s0, g in zip(starts[sizes > 1], sizes[sizes > 1], strict=True):
@@ -165,6 +171,28 @@ class FeatureRows:
         ok = lo >= t2 * hi - 1e-9
         key = np.unique(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
         return key // self.num_rows, key % self.num_rows
+
+    def _binary_block_join(self, t: float, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+        """Exact all-pairs join of 0/1 rows by blocks of float32 products: the dots are integer
+        counts below 2^24, so float32 sums are exact and the cosine equals the popcount one."""
+        x = self._csr.astype(np.float32)
+        dense_t = x.T.toarray()
+        norm = self.norm
+        safe = np.where(norm > 0, norm, 1.0)
+        pi: list[np.ndarray] = []
+        pj: list[np.ndarray] = []
+        for start in range(0, self.num_rows, block):
+            stop = min(start + block, self.num_rows)
+            dots = np.asarray(x[start:stop] @ dense_t[:, start:], dtype=np.float64)
+            sims = dots / np.outer(safe[start:stop], safe[start:])
+            sims[norm[start:stop] == 0] = 0.0
+            sims[:, norm[start:] == 0] = 0.0
+            a, b = np.nonzero(np.triu(sims >= t - 1e-9, k=1))
+            pi.append(a + start)
+            pj.append(b + start)
+        if not pi:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
 
     def _block_join(self, t: float, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
         x = self.dense

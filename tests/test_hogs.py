@@ -69,7 +69,14 @@ CASES = [
 
 @pytest.mark.parametrize("eps,share,tau,steps", CASES)
 @pytest.mark.parametrize("drop", [(), (3, 7, 11)])
-def test_sparse_equals_dense(eps, share, tau, steps, drop):
+@pytest.mark.parametrize("budget", [None, 0])
+def test_sparse_equals_dense(eps, share, tau, steps, drop, budget, monkeypatch):
+    """``budget`` 0 forces the blockwise (0,0) join used when prefix filtering would make too
+    many candidates (dense noisy features: Facebook)."""
+    from ldpgraph.protocols import similarity
+
+    if budget is not None:
+        monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)
     g = random_graph(70, 24, seed=int(eps * 10 + tau * 100 + steps))
     params = HogsParams(eps, feature_share=share, tau=tau, steps=steps)
     proto = HogsProtocol(params)
@@ -219,8 +226,14 @@ def test_block_size_does_not_change_the_result():
     np.testing.assert_array_equal(whole.prob, tiny.prob)
 
 
+@pytest.mark.parametrize("budget", [None, 0])
 @pytest.mark.parametrize("t", [0.2, 0.5, 0.8, 0.95, 0.999, 0.99999])
-def test_threshold_join_finds_every_pair_above_t(t):
+def test_threshold_join_finds_every_pair_above_t(t, budget, monkeypatch):
+    """Prefix filtering, and (budget 0) the blockwise join that replaces it for dense rows."""
+    from ldpgraph.protocols import similarity
+
+    if budget is not None:
+        monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)
     rng = np.random.default_rng(int(t * 1000))
     x = (rng.random((120, 30)) < 0.2).astype(np.uint8)
     x[10:20] = x[0:10]  # duplicates
