@@ -112,9 +112,14 @@ def test_experiment_files_load(path: Path) -> None:
 def test_paper_grid_counts() -> None:
     exp = load_experiment(ROOT / "experiments" / "hogs-table3.toml", check_protocols=False)
     cells = exp.cells()
-    assert len(cells) == 3 * 2 * 3 * 3
+    # 3 datasets × 3 ε × (HoGS and BLink × 3 models + the MLP floor)
+    assert len(cells) == 3 * 3 * (2 * 3 + 1)
     hogs = next(c for c in cells if c.entry.label == "hogs-edge")
     assert len(exp.configurations(exp.grid("paper"), hogs)) == 3 * 4 * 3 * 4
+    blink = next(c for c in cells if c.entry.label == "blink-hard")
+    assert blink.entry.fixed["selection"] == "val_loss"
+    # Blink_GNN's grid for its Table III results: δ 5 × dropout 3 × lr 2 × weight decay 2
+    assert len(exp.configurations(exp.grid("paper"), blink)) == 5 * 3 * 2 * 2
 
 
 def test_dry_run_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
