@@ -15,7 +15,7 @@ from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
 
-from .config import BACKENDS, MODELS, SELECTIONS, ConfigError, RunConfig
+from .config import BACKENDS, MODELS, SELECTIONS, SPLIT_MODES, ConfigError, RunConfig
 
 HELP = {
     "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
@@ -53,6 +53,8 @@ HELP = {
     "seed": "run seed: every random draw derives from it",
     "train_split": "fraction of nodes for training",
     "val_split": "fraction of nodes for validation (the rest is the test set)",
+    "split_mode": "seeded: a split drawn from the run seed; blinkgnn: Blink_GNN's one fixed split "
+    "(scikit-learn's train_test_split with random_state=42), as its published numbers used",
     "data_root": "offline dataset mirror (default: $LDPGRAPH_DATA, else download)",
     "backend": "how reports are collected: " + ", ".join(BACKENDS),
     "device": "training device: auto, cpu, cuda",
@@ -97,6 +99,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["choices"] = BACKENDS
         if f.name == "selection":
             extra["choices"] = SELECTIONS
+        if f.name == "split_mode":
+            extra["choices"] = SPLIT_MODES
         p.add_argument(
             flag,
             type=kind if kind is not bool else None,

@@ -12,6 +12,8 @@ from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
 
+from .splits import SPLIT_MODES
+
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower", "deploy")
 #: How training picks its epoch (and a sweep its configuration): the highest validation
@@ -86,6 +88,7 @@ class RunConfig:
     seed: int = 0
     train_split: float = 0.5
     val_split: float = 0.25
+    split_mode: str = "seeded"
     data_root: str = ""
     backend: str = "flower"
     device: str = "auto"
@@ -139,6 +142,10 @@ class RunConfig:
         for name in ("epochs", "hidden"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1")
+        if self.split_mode not in SPLIT_MODES:
+            raise ConfigError(
+                f"unknown split-mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}"
+            )
         if self.selection not in SELECTIONS:
             raise ConfigError(
                 f"unknown selection {self.selection!r}; choose one of: {', '.join(SELECTIONS)}"

@@ -17,7 +17,7 @@ from ldpgraph.protocols.types import Release
 
 from .config import RunConfig
 from .datasets import load_dataset
-from .splits import make_split
+from .splits import split_for
 
 Stage = Callable[[str], None]
 
@@ -107,11 +107,14 @@ def run(
         say(f"loading the curator file {config.curator}")
         graph: Any = load_curator(config.curator)
         config = replace(config, dataset=graph.dataset)
-        split = graph.split_for(config.seed, config.train_split, config.val_split)
+        if config.split_mode == "seeded":
+            split = graph.split_for(config.seed, config.train_split, config.val_split)
+        else:
+            split = _split(graph.num_nodes, config)
     else:
         say(f"loading {config.dataset}")
         graph = load_dataset(config.dataset, config.data_root or None)
-        split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
+        split = _split(graph.num_nodes, config)
     timings["load"] = time.perf_counter() - t0
 
     where = config.backend
@@ -156,10 +159,15 @@ def _bar(total: int, unit: str, enabled: bool):
 
 
 def prepare(config: RunConfig) -> tuple[Graph, Any]:
-    """Load the configured dataset and make the run's seeded split."""
+    """Load the configured dataset and make the run's split."""
     graph = load_dataset(config.dataset, config.data_root or None)
-    split = make_split(graph.num_nodes, config.seed, config.train_split, config.val_split)
-    return graph, split
+    return graph, _split(graph.num_nodes, config)
+
+
+def _split(num_nodes: int, config: RunConfig) -> Any:
+    return split_for(
+        num_nodes, config.seed, config.train_split, config.val_split, config.split_mode
+    )
 
 
 def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorView, float]:

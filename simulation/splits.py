@@ -1,8 +1,15 @@
-"""Seeded train/validation/test node splits.
+"""Train/validation/test node splits.
 
-The split depends only on (number of nodes, seed, fractions): it is drawn from the ``"split"``
-stage stream, so every backend and every protocol sees the same nodes in the same split for a
-given run seed, and changing any other random stage never moves a node between sets.
+``seeded`` (the default): the split depends only on (number of nodes, seed, fractions): it is
+drawn from the ``"split"`` stage stream, so every backend and every protocol sees the same nodes
+in the same split for a given run seed, and changing any other random stage never moves a node
+between sets.
+
+``blinkgnn``: Blink_GNN's one fixed split for every run (specs/baselines.md 2.1), which made the
+BLink numbers HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
+``random_state=42``, once for train against the rest and once more on the rest for validation
+against test. Reproduced here with NumPy (the same ``RandomState(42).permutation``), so
+scikit-learn is not needed.
 """
 
 from __future__ import annotations
@@ -35,6 +42,44 @@ class Split:
 
     def sizes(self) -> tuple[int, int, int]:
         return int(self.train.size), int(self.val.size), int(self.test.size)
+
+
+#: ``RunConfig.split_mode`` values.
+SPLIT_MODES = ("seeded", "blinkgnn")
+
+
+def _sklearn_train_test_split(ids: np.ndarray, test_size: float) -> tuple[np.ndarray, np.ndarray]:
+    """``sklearn.model_selection.train_test_split(ids, test_size=..., random_state=42)``:
+    ShuffleSplit takes n_test = ceil(test_size · n), permutes with RandomState(42), and returns
+    (ids[perm[n_test:]], ids[perm[:n_test]])."""
+    n = ids.shape[0]
+    n_test = int(np.ceil(test_size * n))
+    perm = np.random.RandomState(42).permutation(n)
+    return ids[perm[n_test:]], ids[perm[:n_test]]
+
+
+def blinkgnn_split(num_nodes: int, train: float = 0.5, val: float = 0.25) -> Split:
+    """Blink_GNN's fixed split (independent of the run seed); see the module docstring."""
+    if not (0.0 < train < 1.0 and 0.0 <= val and train + val <= 1.0):
+        raise ValueError(
+            f"blinkgnn split needs 0 < train < 1 and train + val <= 1, got {train}, {val}"
+        )
+    ids = np.arange(int(num_nodes), dtype=np.int64)
+    tr, rest = _sklearn_train_test_split(ids, 1.0 - train)
+    rest_test = (1.0 - train - val) / (1.0 - train)
+    va, te = _sklearn_train_test_split(rest, rest_test) if rest.size else (rest, rest)
+    return Split(train=np.sort(tr), val=np.sort(va), test=np.sort(te))
+
+
+def split_for(
+    num_nodes: int, seed: int, train: float = 0.5, val: float = 0.25, mode: str = "seeded"
+) -> Split:
+    """The split a run uses: :func:`make_split` or :func:`blinkgnn_split` by ``mode``."""
+    if mode == "blinkgnn":
+        return blinkgnn_split(num_nodes, train, val)
+    if mode != "seeded":
+        raise ValueError(f"unknown split mode {mode!r}; choose one of: {', '.join(SPLIT_MODES)}")
+    return make_split(num_nodes, seed, train, val)
 
 
 def make_split(num_nodes: int, seed: int, train: float = 0.5, val: float = 0.25) -> Split:

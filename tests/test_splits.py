@@ -73,3 +73,22 @@ def test_bad_fractions(train: float, val: float, match: str) -> None:
 def test_bad_num_nodes() -> None:
     with pytest.raises(ValueError, match="num_nodes"):
         make_split(-1, 0)
+
+
+def test_blinkgnn_split_is_sklearns_train_test_split_with_random_state_42():
+    """Blink_GNN's fixed split. The expected sets were produced by scikit-learn 1.9:
+    ``train_test_split(arange(20), test_size=0.5, random_state=42)`` and the same call on the
+    rest; Cora and CiteSeer sizes as in Blink_GNN."""
+    from ldpgraph.simulation.splits import blinkgnn_split, split_for
+
+    s = blinkgnn_split(20)
+    assert s.train.tolist() == [2, 4, 6, 7, 9, 10, 12, 13, 14, 19]
+    assert s.val.tolist() == [1, 8, 11, 15, 16]
+    assert s.test.tolist() == [0, 3, 5, 17, 18]
+    assert blinkgnn_split(2708).sizes() == (1354, 677, 677)
+    assert blinkgnn_split(3327).sizes() == (1663, 832, 832)
+    # One split for every run: the seed plays no part.
+    a, b = split_for(500, 1, mode="blinkgnn"), split_for(500, 2, mode="blinkgnn")
+    assert a.train.tolist() == b.train.tolist() and a.test.tolist() == b.test.tolist()
+    with pytest.raises(ValueError, match="unknown split mode"):
+        split_for(10, 0, mode="fixed")
