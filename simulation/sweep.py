@@ -502,7 +502,16 @@ def run_sweep(
             point, val, note = (
                 best_point(store, exp, grid, cell) if store else (None, None, "not run")
             )
-            summary.append({"cell": cell.label, "best": point, "search_val": val, "note": note})
+            by_loss = exp.base_config(cell).get("selection") == "val_loss"
+            summary.append(
+                {
+                    "cell": cell.label,
+                    "best": point,
+                    "search_val": val,
+                    "score": "val_loss" if by_loss else "val_acc",
+                    "note": note,
+                }
+            )
             if point is None:
                 unknown += 1
                 continue
@@ -589,9 +598,12 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
                 f" ± {100 * std:.1f}" if std is not None and not math.isnan(std) else ""
             )
             test += f" (n={r['final_n']})"
-        lines.append(
-            f"{r['cell']:<{width}}  val {100 * r['search_val']:.1f}  test {test}  [{best}]"
+        score = (
+            f"val loss {r['search_val']:.3f}"
+            if r.get("score") == "val_loss"
+            else f"val {100 * r['search_val']:.1f}"
         )
+        lines.append(f"{r['cell']:<{width}}  {score}  test {test}  [{best}]")
     return "\n".join(lines)
 
 
