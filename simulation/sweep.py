@@ -254,7 +254,7 @@ def run_unit(
     import contextlib
 
     from .runner import collect_reports, make_release, release_from_reports, train_release
-    from .splits import make_split
+    from .splits import split_for
     from .store import ResultsStore
 
     def told(n: int = 1) -> None:
@@ -275,7 +275,9 @@ def run_unit(
             return counts
         first = RunConfig.from_mapping(pending[0].config)
         graph = _graph(first)
-        split = make_split(graph.num_nodes, first.seed, first.train_split, first.val_split)
+        split = split_for(
+            graph.num_nodes, first.seed, first.train_split, first.val_split, first.split_mode
+        )
         groups: dict[str, list[Training]] = {}
         for t in pending:
             groups.setdefault(_server_key(t.config), []).append(t)

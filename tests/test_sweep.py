@@ -328,3 +328,25 @@ def test_sweep_cli_filters_in_dry_run(tmp_path, capsys):
     assert "1 cells" in out
     assert main(["sweep", str(path), "--grid", "small", "--dry-run", "--models", "gin"]) == 2
     assert "--models gin: not in the experiment" in capsys.readouterr().err
+
+
+def test_sweep_runs_equal_single_runs_with_blinkgnn_split_and_val_loss(tmp_path: Path) -> None:
+    """Each sweep row is what ``ldpgraph run`` gives for its configuration, also with
+    Blink_GNN's fixed split, loss selection and normalised features (no path drops a key)."""
+    from ldpgraph.simulation.config import RunConfig
+    from ldpgraph.simulation.runner import run
+
+    text = TINY.replace(
+        "epochs = 5",
+        'epochs = 5\nsplit_mode = "blinkgnn"\nselection = "val_loss"\nnormalize_features = true',
+    )
+    exp = _parse(text)
+    db = str(tmp_path / "b.db")
+    sw.run_sweep(exp, "small", store_path=db, workers=0, only={"protocols": ["rr"]})
+    with ResultsStore(db) as st:
+        rows = st.rows(status="done")
+    assert rows
+    for r in rows[:3]:
+        single = run(RunConfig.from_mapping(r["config"]))
+        assert r["test_acc"] == pytest.approx(single["accuracy"]["test"])
+        assert r["val_acc"] == pytest.approx(single["accuracy"]["val"])
