@@ -164,7 +164,8 @@ def reproduction_markdown(
         f"| model | method | dataset | ε | ours | paper | ours − paper | within {tolerance:g} |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    counts = {"compared": 0, "within": 0}
+    # The criterion counts the GCN and GraphSAGE cells; GAT is reported beside them.
+    counts = {"compared": 0, "within": 0, "compared_gcn_sage": 0, "within_gcn_sage": 0}
     for (model, method, ds, eps), (pm, ps) in sorted(PAPER_TABLE3.items()):
         ours_ds = substitutes.get(ds, ds)
         cell = agg.get((ours_ds, method, model, float(eps)))
@@ -176,6 +177,9 @@ def reproduction_markdown(
         if not sub:
             counts["compared"] += 1
             counts["within"] += int(ok)
+            if model in ("gcn", "sage"):
+                counts["compared_gcn_sage"] += 1
+                counts["within_gcn_sage"] += int(ok)
         label = f"{DATASET_LABELS.get(ours_ds, ours_ds)}" + (
             " (substitute, not counted)" if sub else ""
         )
@@ -375,7 +379,8 @@ def write_report(
         rep = out_dir / "reproduction.md"
         rep.write_text(
             md + f"\n\n{counts['within']} of {counts['compared']} compared cells are within 3 "
-            "points of the paper.\n"
+            f"points of the paper; GCN and GraphSAGE: {counts['within_gcn_sage']} of "
+            f"{counts['compared_gcn_sage']}.\n"
         )
         written += [t3, rep]
         index += [
@@ -385,7 +390,8 @@ def write_report(
             t3.read_text(),
             "",
             f"Reproduction: [{rep.name}]({rep.name}) — {counts['within']} of "
-            f"{counts['compared']} cells within 3 points.",
+            f"{counts['compared']} cells within 3 points (GCN and GraphSAGE: "
+            f"{counts['within_gcn_sage']} of {counts['compared_gcn_sage']}).",
         ]
     for dataset in datasets:
         for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):

@@ -45,7 +45,12 @@ def test_reproduction_counts_and_substitutes():
     ]
     agg = report.aggregate(report.final_rows(rows))
     md, counts = report.reproduction_markdown(agg, substitutes={"lastfm": "facebook"})
-    assert counts == {"compared": 2, "within": 1}
+    assert counts == {
+        "compared": 2,
+        "within": 1,
+        "compared_gcn_sage": 2,
+        "within_gcn_sage": 1,
+    }
     assert "substitute, not counted" in md and "+0.0" in md and "-11.0" in md
     t3 = report.table3_markdown(agg, ["cora", "facebook"])
     assert "84.7 ± 0.0" in t3 and "Facebook (LastFM substitute)" in t3
