@@ -56,10 +56,11 @@ def test_faulty_supernodes_are_dropped_and_counted():
         8: "silent",
     }
     cfg = RunConfig(
-        protocol="hogs", epsilon=8.0, seed=3, nodes_per_client=k, ray_actors=2, round_timeout=4.0
+        protocol="hogs", epsilon=8.0, seed=3, nodes_per_client=k, ray_actors=2, round_timeout=12.0
     ).validate()
     clean = release_with("flower", graph, cfg)
-    bad = release_with("flower", graph, cfg, client_app=make_faulty_app(faults, delay=8.0))
+    # The silent node outwaits the round by far; the honest ones must fit in it on a busy machine.
+    bad = release_with("flower", graph, cfg, client_app=make_faulty_app(faults, delay=25.0))
     stats = bad.stats["collection"]["rounds"][0]
     assert stats["asked"] == 200
     assert stats["rejected"] == 5 * k  # garbage, too-long, out-of-range, unsorted, wrong-round
@@ -163,7 +164,7 @@ def test_ctrl_c_stops_every_process(tmp_path):
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     marker = rundir / "ray-temp-dir"
     while time.monotonic() < deadline and not (marker.is_file() and pids_under(marker.read_text())):
         time.sleep(0.2)
@@ -172,7 +173,7 @@ def test_ctrl_c_stops_every_process(tmp_path):
     time.sleep(3)
     proc.send_signal(getattr(signal, sig))
     try:
-        proc.wait(timeout=60)
+        proc.wait(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()

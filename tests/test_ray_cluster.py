@@ -334,7 +334,7 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
         str(store) if a == "ray-smoke.db" else a
         for a in _address(readme_command("ldpgraph sweep"), head)
     ]
-    proc, out, watch = run_watched(cmd, head, timeout=150)
+    proc, out, watch = run_watched(cmd, head, timeout=300)
     assert proc.returncode == 0, out[-3000:]
     assert "Ray cluster at 127.0.0.1" in out and "8/8" in out and "4/4" in out, out[-3000:]
     rows = _rows(store)
@@ -349,7 +349,7 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
     pooled = subprocess.run(
         [str(BIN / "ldpgraph"), "sweep", toml, "--grid", "small", "--store", str(pool),
          "--workers", "0", "--quiet"],
-        env=head.env, capture_output=True, text=True, timeout=150,
+        env=head.env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert pooled.returncode == 0, pooled.stderr[-3000:]
     pooled = _rows(pool)
@@ -364,7 +364,7 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
     with sqlite3.connect(store) as con:
         con.executemany("DELETE FROM runs WHERE run_key = ?", [(k,) for k in lost])
         con.execute("UPDATE runs SET status = 'failed' WHERE run_key = ?", (failed,))
-    proc, out, watch = run_watched(cmd, head, timeout=150)
+    proc, out, watch = run_watched(cmd, head, timeout=300)
     assert proc.returncode == 0, out[-3000:]
     assert "search: 2 of 8 trainings" in out and "final: 1 of 4 trainings" in out, out[-3000:]
     again = _rows(store)
