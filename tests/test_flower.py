@@ -150,7 +150,7 @@ def test_ctrl_c_stops_every_process(tmp_path):
         "run",
         "--quiet",
         "--dataset",
-        "synthetic:n=400,classes=3,d=20",
+        "synthetic:n=1500,classes=3,d=20",
         "--nodes-per-client",
         "1",
         "--run-dir",
@@ -170,7 +170,9 @@ def test_ctrl_c_stops_every_process(tmp_path):
         time.sleep(0.2)
     ray_tmp = marker.read_text()
     assert pids_under(ray_tmp), "Ray never started"
-    time.sleep(3)
+    # 1500 one-node SuperNodes keep the engine busy for well over this pause: the signal lands
+    # while Flower and Ray are running (a smaller run could finish first on an idle machine).
+    time.sleep(1)
     proc.send_signal(getattr(signal, sig))
     try:
         proc.wait(timeout=180)
