@@ -163,6 +163,10 @@ def test_ctrl_c_stops_every_process(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A user's shell delivers Ctrl-C to a process with the default disposition. An ignored
+        # SIGINT would be inherited from this pytest process (seen in full-suite runs: some
+        # earlier in-process test leaves it ignored), and the run would finish instead.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 180
     marker = rundir / "ray-temp-dir"
