@@ -9,6 +9,7 @@ bit-identical to the dense reference ``(X @ X.T)[i, j] / (‖X_i‖ ‖X_j‖)``
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -172,18 +173,30 @@ class FeatureRows:
         key = np.unique(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
         return key // self.num_rows, key % self.num_rows
 
-    def _binary_block_join(self, t: float, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    def _binary_block_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Exact all-pairs join of 0/1 rows by blocks of float32 products: the dots are integer
         counts below 2^24, so float32 sums are exact and the cosine equals the popcount one."""
         x = self._csr.astype(np.float32)
-        dense_t = x.T.toarray()
+        return self._block_join(t, left=x, right_t=x.T.toarray(), block=512)
+
+    def _block_join(
+        self,
+        t: float,
+        left: Any = None,
+        right_t: np.ndarray | None = None,
+        block: int = 1024,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair i < j with cosine ≥ t, one block of rows against the rows after it:
+        ``left[a:b] @ right_t[:, a:]`` are the dot products (default: the real rows)."""
+        if left is None:
+            left, right_t = self.dense, self.dense.T
         norm = self.norm
         safe = np.where(norm > 0, norm, 1.0)
         pi: list[np.ndarray] = []
         pj: list[np.ndarray] = []
         for start in range(0, self.num_rows, block):
             stop = min(start + block, self.num_rows)
-            dots = np.asarray(x[start:stop] @ dense_t[:, start:], dtype=np.float64)
+            dots = np.asarray(left[start:stop] @ right_t[:, start:], dtype=np.float64)
             sims = dots / np.outer(safe[start:stop], safe[start:])
             sims[norm[start:stop] == 0] = 0.0
             sims[:, norm[start:] == 0] = 0.0
@@ -192,20 +205,4 @@ class FeatureRows:
             pj.append(b + start)
         if not pi:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
-
-    def _block_join(self, t: float, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-        x = self.dense
-        norm = self.norm
-        safe = np.where(norm > 0, norm, 1.0)
-        pi: list[np.ndarray] = []
-        pj: list[np.ndarray] = []
-        for start in range(0, self.num_rows, block):
-            stop = min(start + block, self.num_rows)
-            sims = (x[start:stop] @ x[start:].T) / np.outer(safe[start:stop], safe[start:])
-            sims[norm[start:stop] == 0] = 0.0
-            sims[:, norm[start:] == 0] = 0.0
-            a, b = np.nonzero(np.triu(sims >= t - 1e-9, k=1))
-            pi.append(a + start)
-            pj.append(b + start)
         return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)

@@ -504,7 +504,8 @@ def run_sweep(
             point, val, note = (
                 best_point(store, exp, grid, cell) if store else (None, None, "not run")
             )
-            by_loss = exp.base_config(cell).get("selection") == "val_loss"
+            # The same rule as best_point: the cell's configuration with the winning point.
+            by_loss = {**exp.base_config(cell), **(point or {})}.get("selection") == "val_loss"
             summary.append(
                 {
                     "cell": cell.label,
