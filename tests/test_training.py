@@ -352,3 +352,11 @@ def test_row_normalize_matches_pyg_normalize_features():
     x = np.array([[1, 0, 1, 2], [0, 0, 0, 0], [0, 1, 0, 0]], dtype=np.uint8)
     ref = NormalizeFeatures()(Data(x=torch.tensor(x, dtype=torch.float32))).x.numpy()
     np.testing.assert_allclose(row_normalize(x), ref)
+
+
+def test_run_config_and_training_agree_on_selection_rules():
+    """config.py keeps its own copy so that the CLI starts without importing torch."""
+    from ldpgraph.server.training import SELECTIONS
+    from ldpgraph.simulation.config import SELECTIONS as CONFIG_SELECTIONS
+
+    assert CONFIG_SELECTIONS == SELECTIONS
