@@ -202,9 +202,30 @@ def reconstruct_features(
     total = np.asarray(w.sum(axis=1)).ravel()
     has = total > 0
     for _ in range(steps):
-        agg = w @ x
+        agg = _sparse_dense_product(w, x)
         x = np.where(has[:, None], agg / np.where(has, total, 1.0)[:, None], x)
     return x.astype(np.float32)
+
+
+def _sparse_dense_product(w: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``w @ x`` in float64 on every core: scipy's product is single-threaded, torch's CSR
+    product is not (Facebook, 6M weights × 4714 columns: 36 s → 16 s on 2 cores). Imported
+    here so the client's import path stays free of torch."""
+    import warnings
+
+    import torch
+
+    if w.nnz == 0:
+        return np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+        tw = torch.sparse_csr_tensor(
+            torch.from_numpy(w.indptr.astype(np.int64)),
+            torch.from_numpy(w.indices.astype(np.int64)),
+            torch.from_numpy(np.asarray(w.data, dtype=np.float64)),
+            size=w.shape,
+        )
+        return (tw @ torch.from_numpy(np.ascontiguousarray(x))).numpy()
 
 
 @dataclass(frozen=True)

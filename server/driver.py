@@ -296,4 +296,3 @@ def _last_line(text: str, width: int = 160) -> str:
     """The informative end of an error reason (Ray wraps the exception in a traceback)."""
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     return (lines[-1] if lines else "unknown error")[:width]
-

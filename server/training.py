@@ -200,9 +200,7 @@ def train_and_evaluate(
             epochs_run = epoch
 
             val_c, test_c, train_c, val_loss = _correct_counts(model, x_t, adj, w_t, y_t, idx)
-            if best is None or (
-                val_loss < best[4] if by_loss else val_c > best[1]
-            ):
+            if best is None or (val_loss < best[4] if by_loss else val_c > best[1]):
                 best = (epoch, val_c, test_c, train_c, val_loss)
             if progress is not None:
                 progress(epoch, val_c / len(val_idx))

@@ -230,6 +230,45 @@ def test_models_accept_edge_index_and_csr_alike(model):
     torch.testing.assert_close(net2(x, _csr(edge_index, 5)), out)
 
 
+@pytest.mark.parametrize("model", ["gcn", "sage"])
+def test_csr_models_give_pyg_gradients(model):
+    """GCN and SAGE propagate over the CSR adjacency with a backward that uses its symmetry
+    (``symmetric_spmm``); every parameter gradient equals the one through PyG's edge_index path
+    (GCN) or torch's own sparse product (SAGE), with edge weights and an isolated node."""
+    from ldpgraph.server import models
+
+    edge_index = torch.tensor([[0, 1, 1, 2, 2, 3, 0, 2], [1, 0, 2, 1, 3, 2, 2, 0]])
+    weight = torch.tensor([0.5, 0.5, 2.0, 2.0, 1.0, 1.0, 0.25, 0.25])
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(2))
+    y = torch.tensor([0, 1, 2, 0, 1])
+    net = build_model(model, in_dim=6, num_classes=3, hidden=8).train()
+    net.dropout = 0.0
+    adj = to_torch_csr_tensor(edge_index, weight if model == "gcn" else None, size=(5, 5))
+
+    def grads(forward) -> dict[str, torch.Tensor]:
+        net.zero_grad()
+        torch.nn.functional.cross_entropy(forward(), y).backward()
+        return {k: p.grad.clone() for k, p in net.named_parameters()}
+
+    ours = grads(lambda: net(x, adj, None))
+    if model == "gcn":
+        ref = build_model(model, in_dim=6, num_classes=3, hidden=8)
+        ref.load_state_dict(net.state_dict())
+        ref.dropout = 0.0
+        net = ref
+        expected = grads(lambda: net(x, edge_index, weight))
+    else:
+        plain = models.symmetric_spmm
+        models.symmetric_spmm = torch.sparse.mm
+        try:
+            expected = grads(lambda: net(x, adj, None))
+        finally:
+            models.symmetric_spmm = plain
+    assert ours.keys() == expected.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], expected[name], msg=name)
+
+
 def test_sage_equals_pyg_sageconv_mean():
     """Our project-then-aggregate SAGE layer is PyG's SAGEConv(aggr="mean"), isolated node too."""
     from torch_geometric.nn import SAGEConv
@@ -334,8 +373,12 @@ def test_val_loss_selection_keeps_the_lowest_validation_loss_epoch(graph):
     assert by_acc["val_acc"] >= by_loss["val_acc"]
     # Training only up to the kept epoch ends on it, with the same numbers.
     again = train_and_evaluate(
-        edges, x, y, split,
-        TrainConfig(epochs=by_loss["best_epoch"], selection="val_loss"), seed=5,
+        edges,
+        x,
+        y,
+        split,
+        TrainConfig(epochs=by_loss["best_epoch"], selection="val_loss"),
+        seed=5,
     )
     assert again["best_epoch"] == by_loss["best_epoch"]
     assert again["val_loss"] == pytest.approx(by_loss["val_loss"])
