@@ -56,6 +56,23 @@ def test_reproduction_counts_and_substitutes():
     assert "84.7 ± 0.0" in t3 and "Facebook (LastFM substitute)" in t3
 
 
+def test_facebook_blink_is_compared_with_blink_gnn_results():
+    """The Facebook BLink cells (LastFM substitute) are set beside Blink_GNN's own numbers
+    (baselines.md 11.1: GCN ε = 5 is 83.91, SAGE ε = 3 is 77.43)."""
+    rows = [
+        row("facebook", "blink-hard", "gcn", 5, 0.80),
+        row("facebook", "blink-hard", "sage", 3, 0.77),
+        row("facebook", "hogs-edge", "gcn", 5, 0.90),
+        row("cora", "blink-hard", "gcn", 5, 0.84),
+    ]
+    agg = report.aggregate(report.final_rows(rows))
+    md, counts = report.blink_facebook_markdown(agg)
+    assert counts == {"compared": 2, "within": 1}
+    assert "| GCN | 5 | 80.0 ± 0.0 | 83.9 ± 0.3 | -3.9 | no |" in md
+    assert "| SAGE | 3 | 77.0 ± 0.0 | 77.4 ± 0.3 | -0.4 | yes |" in md
+    assert report.blink_facebook_markdown(report.aggregate([]))[0] == ""
+
+
 def test_plot_writes_png(tmp_path):
     rows = [
         row("cora", p, "gcn", e, 0.5 + 0.03 * e + (0.05 if p == "hogs" else 0))
