@@ -90,7 +90,10 @@ def reconstruct_topology(
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop).
 
     Pairs with a reported 1 are scored block by block of rows (memory: R, Rᵀ and one block);
-    pairs with none can only pass as near-duplicates and come from the similarity join.
+    pairs with none can only pass as near-duplicates and come from the similarity join. When
+    the features are too dense for prefix filtering (1-bit-perturbed rows), the join computes
+    the dot products of all pairs block by block, and the reported pairs take theirs from the
+    same blocks instead of a popcount each.
     """
     n = reported.shape[0]
     reported = reported.tocsr()
@@ -101,10 +104,12 @@ def reconstruct_topology(
     parts_j: list[np.ndarray] = []
     parts_p: list[np.ndarray] = []
     n_reported = 0
-    per_row = max(1.0, 2.0 * reported.nnz / max(n, 1))
-    rows_per_block = max(1, int(block_entries / per_row))
-    for a in range(0, n, rows_per_block):
-        b = min(n, a + rows_per_block)
+
+    def score_reported(a: int, b: int, block: np.ndarray | None = None) -> None:
+        """Score the reported pairs i < j with a ≤ i < b; ``block`` holds the dot products of
+        rows a..b-1 with rows a.. (from ``features.block_products``), else each pair's
+        cosine is computed on its own."""
+        nonlocal n_reported
         blk = (reported[a:b] + transposed[a:b]).tocoo()
         ri = blk.row.astype(np.int64) + a
         rj = blk.col.astype(np.int64)
@@ -113,7 +118,11 @@ def reconstruct_topology(
         ones = blk.data[upper].astype(np.int64)
         n_reported += ri.size
         nobs = observed[ri].astype(np.int64) + observed[rj]
-        prob = posterior(features.cosine(ri, rj), ones, nobs - ones, p)
+        if block is None:
+            s = features.cosine(ri, rj)
+        else:
+            s = features.cosine_from_dots(block[ri - a, rj - a].astype(np.float64), ri, rj)
+        prob = posterior(s, ones, nobs - ones, p)
         keep = prob >= threshold
         parts_i.append(ri[keep])
         parts_j.append(rj[keep])
@@ -127,14 +136,32 @@ def reconstruct_topology(
         thresholds.append(similarity_threshold(threshold, 0, 2, p))
     if n_obs >= 1 and n_miss >= 1:
         thresholds.append(similarity_threshold(threshold, 0, 1, p))
-    joined = 0
+    t_join = min(thresholds) if thresholds else None
     candidates = []
-    if thresholds:
-        candidates.append(features.threshold_join(min(thresholds)))
+    if t_join is not None and features.joins_blockwise(t_join):
+        found_i: list[np.ndarray] = []
+        found_j: list[np.ndarray] = []
+        for a, dots in features.block_products():
+            b = a + dots.shape[0]
+            score_reported(a, b, dots)
+            ci, cj = features.block_candidates(a, dots, t_join)
+            s = features.cosine_from_dots(dots[ci - a, cj - a].astype(np.float64), ci, cj)
+            keep = s >= t_join - 1e-9
+            found_i.append(ci[keep])
+            found_j.append(cj[keep])
+        candidates.append((np.concatenate(found_i), np.concatenate(found_j)))
+    else:
+        per_row = max(1.0, 2.0 * reported.nnz / max(n, 1))
+        rows_per_block = max(1, int(block_entries / per_row))
+        for a in range(0, n, rows_per_block):
+            score_reported(a, min(n, a + rows_per_block))
+        if t_join is not None:
+            candidates.append(features.threshold_join(t_join))
     if n_miss >= 2:
         missing = np.flatnonzero(~observed)
         mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
         candidates.append((missing[mi], missing[mj]))
+    joined = 0
     for ci, cj in candidates:
         joined += ci.size
         fresh = ~(_csr_has(reported, ci, cj) | _csr_has(reported, cj, ci))

@@ -9,6 +9,7 @@ bit-identical to the dense reference ``(X @ X.T)[i, j] / (‖X_i‖ ‖X_j‖)``
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +21,8 @@ _PAIR_CHUNK = 1 << 18
 PREFIX_PAIR_BUDGET = 1 << 25
 #: How much below t the blockwise filter admits pairs (float32 rounding); candidates are verified.
 _JOIN_SLACK = 1e-5
+#: Rows per block of the all-pairs products (one block: this many rows × n floats).
+JOIN_BLOCK_ROWS = 1024
 
 
 class FeatureRows:
@@ -66,7 +69,10 @@ class FeatureRows:
         """s_ij for the given pairs; 0 where either vector is all-zero."""
         i = np.asarray(i, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
-        dots = self.dots(i, j)
+        return self.cosine_from_dots(self.dots(i, j), i, j)
+
+    def cosine_from_dots(self, dots: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """s_ij from exact float64 dot products of the pairs (i[k], j[k])."""
         denom = self.norm[i] * self.norm[j]
         out = np.zeros_like(dots)
         ok = denom > 0
@@ -95,6 +101,26 @@ class FeatureRows:
             keep = s >= t - 1e-9
             i, j = i[keep], j[keep]
         return i, j
+
+    def joins_blockwise(self, t: float) -> bool:
+        """Whether ``threshold_join(t)`` goes straight to all-pairs block products (0/1 rows
+        too dense for prefix filtering); callers that need the products of many pairs anyway
+        can then share them through :meth:`block_products` and :meth:`block_candidates`."""
+        if not self.binary or t > 1.0:
+            return False
+        t = max(float(t), 0.0)
+        if t <= 0.0 or self._only_identical_can_pass(t):
+            return False
+        return self._prefix_surely_over_budget(self._prefix_lengths(t))
+
+    def _prefix_lengths(self, t: float) -> np.ndarray:
+        alpha = np.maximum(1, np.ceil(t * t * self.counts - 1e-9).astype(np.int64))
+        return np.clip(self.counts - alpha + 1, 0, self.counts)
+
+    def _prefix_surely_over_budget(self, prefix: np.ndarray) -> bool:
+        """Cauchy-Schwarz: prefix filtering makes at least (total prefix)² / (2·dim) candidate
+        pairs. Dense rows exceed the budget by far, and sorting their entries is skipped."""
+        return float(prefix.sum()) ** 2 / (2.0 * max(self.dim, 1)) > PREFIX_PAIR_BUDGET
 
     def _only_identical_can_pass(self, t: float) -> bool:
         """Two different non-empty 0/1 sets of sizes ≤ c have cosine ≤ sqrt(c / (c + 1)) (one a
@@ -138,12 +164,9 @@ class FeatureRows:
         rank = np.empty(self.dim, dtype=np.int64)
         rank[order] = np.arange(self.dim)
         t2 = t * t
-        alpha = np.maximum(1, np.ceil(t2 * counts - 1e-9).astype(np.int64))
-        prefix = np.clip(counts - alpha + 1, 0, counts)
-        # Cauchy-Schwarz: the candidate pairs are at least (total prefix)² / (2·dim). Dense rows
-        # exceed the budget by far; skip sorting their entries and go blockwise at once.
-        if float(prefix.sum()) ** 2 / (2.0 * max(self.dim, 1)) > PREFIX_PAIR_BUDGET:
-            return self._binary_block_join(t)
+        prefix = self._prefix_lengths(t)
+        if self._prefix_surely_over_budget(prefix):
+            return self._block_join(t)
         rows = np.repeat(np.arange(self.num_rows), np.diff(csr.indptr))
         ranks = rank[csr.indices]
         # Sort each row's columns by rank, then keep its first `prefix` entries.
@@ -159,7 +182,7 @@ class FeatureRows:
         ends = np.concatenate([bounds, [ranks.shape[0]]])
         sizes = ends - starts
         if int((sizes * (sizes - 1) // 2).sum()) > PREFIX_PAIR_BUDGET:
-            return self._binary_block_join(t)
+            return self._block_join(t)
         pi: list[np.ndarray] = []
         pj: list[np.ndarray] = []
         for s0, g in zip(starts[sizes > 1], sizes[sizes > 1], strict=True):
@@ -178,36 +201,42 @@ class FeatureRows:
         key = np.unique(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
         return key // self.num_rows, key % self.num_rows
 
-    def _binary_block_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """All-pairs join of 0/1 rows by dense float32 BLAS products: the dots are integer counts
-        below 2^24, so they are exact in float32, and BLAS runs on every core (a sparse-dense
-        product of these half-full rows was single-threaded and 10x slower)."""
-        return self._block_join(t, rows=self._csr.toarray().astype(np.float32))
+    def block_products(self, block: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """``(a, rows[a:b] @ rows[a:].T)`` for consecutive blocks of ``block`` rows: the dot
+        products of every pair i < j once (and the diagonal), block by block.
 
-    def _block_join(
-        self, t: float, rows: np.ndarray | None = None, block: int = 1024
+        0/1 rows multiply as dense float32 on BLAS (every core): the dots are integer counts
+        below 2^24, so they are exact; real rows multiply in float64.
+        """
+        block = JOIN_BLOCK_ROWS if block is None else block
+        x = self._csr.toarray().astype(np.float32) if self.binary else self.dense
+        for start in range(0, self.num_rows, block):
+            yield start, x[start : start + block] @ x[start:].T
+
+    def block_candidates(
+        self, start: int, dots: np.ndarray, t: float
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Every pair i < j whose cosine may reach ``t``, one block of rows against the rows
-        after it (``rows[a:b] @ rows[a:].T``), over non-empty rows only.
+        """The pairs i < j of one :meth:`block_products` block whose cosine may reach ``t``.
 
         The filter is loosened by ``_JOIN_SLACK`` so that float32 rounding never drops a pair;
-        ``threshold_join`` verifies every candidate with the exact cosine.
+        callers verify candidates with the exact cosine. All-zero rows never qualify.
         """
-        x = self.dense if rows is None else rows
-        nz = np.flatnonzero(self.norm > 0)
-        if nz.size < 2:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        x = np.ascontiguousarray(x[nz])
-        inv = (1.0 / self.norm[nz]).astype(x.dtype)
-        bound = ((t - _JOIN_SLACK) * self.norm[nz]).astype(x.dtype)
-        pi: list[np.ndarray] = []
-        pj: list[np.ndarray] = []
-        for start in range(0, nz.size, block):
-            stop = min(start + block, nz.size)
-            dots = x[start:stop] @ x[start:].T
-            dots *= inv[start:stop, None]
-            a, b = np.nonzero(dots >= bound[None, start:])
-            upper = b > a
-            pi.append(nz[a[upper] + start])
-            pj.append(nz[b[upper] + start])
-        return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
+        stop = start + dots.shape[0]
+        ok_rows = self.norm[start:stop] > 0
+        ok_cols = self.norm[start:] > 0
+        inv = np.where(ok_rows, 1.0 / np.where(ok_rows, self.norm[start:stop], 1.0), 0.0)
+        bound = np.where(ok_cols, (t - _JOIN_SLACK) * self.norm[start:], np.inf)
+        scaled = dots * inv.astype(dots.dtype)[:, None]
+        a, b = np.nonzero(scaled >= bound.astype(dots.dtype)[None, :])
+        upper = b > a
+        return (a[upper] + start).astype(np.int64), (b[upper] + start).astype(np.int64)
+
+    def _block_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair i < j whose cosine may reach ``t``, by :meth:`block_products`."""
+        pi: list[np.ndarray] = [np.zeros(0, np.int64)]
+        pj: list[np.ndarray] = [np.zeros(0, np.int64)]
+        for start, dots in self.block_products():
+            i, j = self.block_candidates(start, dots, t)
+            pi.append(i)
+            pj.append(j)
+        return np.concatenate(pi), np.concatenate(pj)

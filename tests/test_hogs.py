@@ -76,7 +76,9 @@ def test_sparse_equals_dense(eps, share, tau, steps, drop, budget, monkeypatch):
     from ldpgraph.protocols import similarity
 
     if budget is not None:
+        # Blocks of 16 rows: several blocks, so row offsets between blocks are exercised.
         monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)
+        monkeypatch.setattr(similarity, "JOIN_BLOCK_ROWS", 16)
     g = random_graph(70, 24, seed=int(eps * 10 + tau * 100 + steps))
     params = HogsParams(eps, feature_share=share, tau=tau, steps=steps)
     proto = HogsProtocol(params)
@@ -234,6 +236,7 @@ def test_threshold_join_finds_every_pair_above_t(t, budget, monkeypatch):
 
     if budget is not None:
         monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)
+        monkeypatch.setattr(similarity, "JOIN_BLOCK_ROWS", 16)
     rng = np.random.default_rng(int(t * 1000))
     x = (rng.random((120, 30)) < 0.2).astype(np.uint8)
     x[10:20] = x[0:10]  # duplicates
