@@ -6,6 +6,7 @@ began (so it is what the stage adds), and the process's peak RSS overall.
 
     python benchmarks/bench_hogs.py                       # n = 1e3, 1e4, 1e5, ε = 8, split 0.5
     python benchmarks/bench_hogs.py --sizes 1000 20000 --epsilon 6 --feature-share 0.3
+    python benchmarks/bench_hogs.py --dataset facebook --epsilon 3 --feature-share 0.3
 """
 
 from __future__ import annotations
@@ -61,10 +62,14 @@ def one(n: int, args: argparse.Namespace) -> dict:
 
     rec: dict = {"n": n}
     with stage(rec, "generate"):
-        g = load_dataset(
-            f"synthetic:n={n},classes={args.classes},avg_degree={args.avg_degree},"
-            f"d={args.d},feature_density={args.feature_density},seed=0"
-        )
+        if args.dataset:
+            g = load_dataset(args.dataset)
+            rec["n"] = g.num_nodes
+        else:
+            g = load_dataset(
+                f"synthetic:n={n},classes={args.classes},avg_degree={args.avg_degree},"
+                f"d={args.d},feature_density={args.feature_density},seed=0"
+            )
     proto = HogsProtocol(HogsParams(args.epsilon, args.feature_share, args.tau, args.steps))
     with stage(rec, "collect"):
         result = collect_round(proto, g, 0, proto.config(), seed=0)
@@ -87,6 +92,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument(
+        "--dataset",
+        help="a dataset of `ldpgraph datasets` (e.g. facebook) instead of the synthetic sizes",
+    )
     ap.add_argument("--epsilon", type=float, default=8.0)
     ap.add_argument("--feature-share", type=float, default=0.5, help="the paper's δ")
     ap.add_argument("--tau", type=float, default=0.5)
@@ -103,7 +112,7 @@ def main() -> None:
         return
     rows = []
     passthrough = [a for a in sys.argv[1:] if a != "--json"]
-    for n in args.sizes:
+    for n in [0] if args.dataset else args.sizes:
         out = subprocess.run(
             [sys.executable, __file__, *passthrough, "--one", str(n)],
             capture_output=True,
@@ -114,7 +123,7 @@ def main() -> None:
         r = rows[-1]
         if not args.json:
             print(
-                f"n={n:>7}  edges={r['edges']:>8}  reported 1-bits={r['reported_ones']:>11}  "
+                f"n={r['n']:>7}  edges={r['edges']:>8}  reported 1-bits={r['reported_ones']:>11}  "
                 f"synthetic edges={r['synthetic_edges']:>8}  peak RSS {r['peak_rss_mib']:.0f} MiB",
                 flush=True,
             )
