@@ -85,14 +85,15 @@ class FeatureRows:
         Binary rows use prefix filtering: with the columns ordered rarest first, two sets with
         cosine ≥ t share at least ceil(t²·max(c_i, c_j)) elements, so their prefixes of length
         c − ceil(t²c) + 1 must intersect; a size filter c_j ∈ [t²c_i, c_i/t²] prunes the rest.
-        Real rows use blockwise products. Returns no pairs when t > 1.
+        Real rows, and 0/1 rows too dense for prefix filtering (:meth:`joins_blockwise`), use
+        blockwise products. Returns no pairs when t > 1.
         """
         if t > 1.0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         t = max(float(t), 0.0)
         if self.binary and self._only_identical_can_pass(t):
             i, j = self._identical_join()
-        elif self.binary:
+        elif self.binary and not self.joins_blockwise(t):
             i, j = self._prefix_join(t)
         else:
             i, j = self._block_join(t)
@@ -165,8 +166,6 @@ class FeatureRows:
         rank[order] = np.arange(self.dim)
         t2 = t * t
         prefix = self._prefix_lengths(t)
-        if self._prefix_surely_over_budget(prefix):
-            return self._block_join(t)
         rows = np.repeat(np.arange(self.num_rows), np.diff(csr.indptr))
         ranks = rank[csr.indices]
         # Sort each row's columns by rank, then keep its first `prefix` entries.
