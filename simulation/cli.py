@@ -50,6 +50,8 @@ HELP = {
     "Blink_GNN's protocol)",
     "normalize_features": "row-normalise the features before training (PyG's NormalizeFeatures, "
     "as Blink_GNN does); server-side post-processing, no budget",
+    "center_features": "subtract each feature column's mean before training (keeps dense noisy "
+    "1-bit features from locking the model onto one class); post-processing, no budget",
     "seed": "run seed: every random draw derives from it",
     "train_split": "fraction of nodes for training",
     "val_split": "fraction of nodes for validation (the rest is the test set)",

@@ -85,6 +85,7 @@ class RunConfig:
     hidden: int = 16
     selection: str = "val_acc"
     normalize_features: bool = False
+    center_features: bool = False
     seed: int = 0
     train_split: float = 0.5
     val_split: float = 0.25

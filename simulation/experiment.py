@@ -211,8 +211,9 @@ def _check_value(path: str, where: str, key: str, value: Any) -> Any:
 def _list(path: str, where: str, value: Any, kind: type | tuple[type, ...]) -> list[Any]:
     if not isinstance(value, list) or not value:
         raise _fail(path, where, "must be a non-empty list")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
     for v in value:
-        if not isinstance(v, kind) or isinstance(v, bool):
+        if not isinstance(v, kind) or (isinstance(v, bool) and bool not in kinds):
             raise _fail(path, where, f"bad entry {v!r}")
     if len(set(map(repr, value))) != len(value):
         raise _fail(path, where, "has duplicate entries")

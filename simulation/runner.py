@@ -231,6 +231,7 @@ def train_release(
         hidden=config.hidden,
         selection=config.selection,
         normalize_features=config.normalize_features,
+        center_features=config.center_features,
     )
     t1 = time.perf_counter()
     metrics = train_and_evaluate(

@@ -56,6 +56,12 @@ NON_RESULT_KEYS: tuple[str, ...] = (
     "wait_timeout",
     "round_timeout",
 )
+#: Result keys added to the configuration after stores were in use, with the default they
+#: were added with: at that default they are left out of the hash, so a run recorded before
+#: the key existed keeps its identity (and a sweep does not redo it).
+ADDED_KEY_DEFAULTS: dict[str, Any] = {
+    "center_features": False,
+}
 #: A 'running' row with no sign of life for this long is treated as interrupted.
 DEFAULT_STALE_AFTER = 12 * 3600.0
 STATUSES = ("running", "done", "failed")
@@ -154,7 +160,10 @@ def config_hash(config: Any, exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed")
     patterns = tuple(exclude)
     cfg = canonical_config(config)
     kept = {
-        k: _canon(v) for k, v in cfg.items() if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
+        k: _canon(v)
+        for k, v in cfg.items()
+        if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
+        and not (k in ADDED_KEY_DEFAULTS and v == ADDED_KEY_DEFAULTS[k])
     }
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -528,6 +537,31 @@ class ResultsStore:
             self._upsert(con, values, where="WHERE runs.status != 'done'")
 
     # -- reading --
+
+    def supersede_finals(
+        self, sweep: str, entry: str, dataset: str, model: str, epsilon: float, keep: str
+    ) -> int:
+        """Set aside the final runs of one sweep cell whose configuration hash is not ``keep``
+        (``phase`` becomes ``"superseded"``): their grid point lost to a search the grid grew
+        since, so reports must not average them with the new winner's. Rows are kept, not
+        deleted (they are still finished, reusable runs). Returns how many were set aside."""
+        with self._write() as con:
+            cur = con.execute(
+                "UPDATE runs SET extra = json_set(extra, '$.phase', 'superseded') "
+                "WHERE sweep = ? AND dataset = ? AND model = ? AND abs(epsilon - ?) <= ? "
+                "AND json_extract(extra, '$.phase') = 'final' "
+                "AND json_extract(extra, '$.entry') = ? AND config_hash != ?",
+                (
+                    sweep,
+                    dataset,
+                    model,
+                    float(epsilon),
+                    1e-9 * max(1.0, abs(float(epsilon))),
+                    entry,
+                    keep,
+                ),
+            )
+            return cur.rowcount
 
     def get(self, config: Any) -> dict[str, Any] | None:
         """The row of this run, or None."""

@@ -53,6 +53,7 @@ TRAIN_KEYS = (
     "device",
     "selection",
     "normalize_features",
+    "center_features",
 )
 #: Keys used only by the server's reconstruction of a one-round protocol (τ, l): the same
 #: reports serve every value.
@@ -434,7 +435,7 @@ def run_sweep(
     ``only`` keeps the cells whose dataset / protocol (entry label) / model / epsilon is among
     the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those.
     ``ray_address``: run the units as tasks on that Ray cluster instead of local processes."""
-    from .store import ResultsStore
+    from .store import ResultsStore, config_hash
 
     grid = exp.grid(grid_name)
     if not dry_run:
@@ -518,7 +519,17 @@ def run_sweep(
             if point is None:
                 unknown += 1
                 continue
-            for cfg in final_runs(exp, grid, cell, point):
+            cfgs = final_runs(exp, grid, cell, point)
+            if store and not dry_run and "final" in phases:
+                store.supersede_finals(
+                    exp.name,
+                    cell.entry.label,
+                    cell.dataset,
+                    cell.model,
+                    cell.epsilon,
+                    config_hash(cfgs[0]),
+                )
+            for cfg in cfgs:
                 finals.append(Training(cfg, "final", cell.entry.label, point))
     if "final" in phases:
         if dry_run and unknown:

@@ -108,6 +108,19 @@ def test_seed_changes_run_key_not_config_hash():
     assert run_key(cfg(seed=0, epochs=4)) != run_key(a)
 
 
+def test_keys_added_later_keep_old_run_identities():
+    """A run recorded before ``center_features`` existed keeps its key: at the default it was
+    added with, an added key is left out of the hash (golden value from before the key)."""
+    assert config_hash(RunConfig()) == (
+        "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
+    )
+    assert config_hash({"center_features": False}) == config_hash(RunConfig())
+    assert config_hash({"center_features": True}) != config_hash(RunConfig())
+    assert set(store.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
+    for key, default in store.ADDED_KEY_DEFAULTS.items():
+        assert getattr(RunConfig(), key) == default
+
+
 # --- claim / finish / fail ------------------------------------------------------------------
 
 

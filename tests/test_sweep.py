@@ -77,6 +77,8 @@ def _parse(text: str):
         (("runs_per_config = 2", "runs_per_config = 0"), "runs_per_config"),
         (("[grid.paper.hogs]", "[grid.paper.hogz]"), "grid.paper.hogz"),
         (("epsilons = [4]", "epsilons = [0]"), "epsilons"),
+        (("lr = [0.01, 0.05]\n\n", "lr = [true]\n\n"), "must be of type float"),
+        (("epochs = 5", "epochs = 5\ncenter_features = 1"), "must be of type bool"),
     ],
 )
 def test_schema_errors(patch: tuple[str, str], needle: str) -> None:
@@ -86,6 +88,20 @@ def test_schema_errors(patch: tuple[str, str], needle: str) -> None:
         _parse(text)
     msg = str(err.value)
     assert "x.toml" in msg and needle in msg and "\n" not in msg
+
+
+def test_boolean_training_switches_are_searched_on_one_release() -> None:
+    """``center_features`` only changes the training: both values train on the same
+    release."""
+    exp = _parse(TINY.replace("lr = [0.01, 0.05]\n\n", "center_features = [false, true]\n\n", 1))
+    res = sw.run_sweep(exp, "small", store_path="unused.db", dry_run=True)
+    s = res.phases["search"]
+    assert (s.releases, s.trainings) == (4, 8)  # 2 protocols × 2 seeds, × 2 values
+    cell = next(iter(exp.cells()))
+    assert [c["center_features"] for c in exp.configurations(exp.grid("small"), cell)] == [
+        False,
+        True,
+    ]
 
 
 def test_unregistered_protocol_is_an_error_at_run_time(tmp_path: Path) -> None:
@@ -187,6 +203,29 @@ def test_tiny_sweep_reuse_and_rerun(tmp_path: Path) -> None:
         assert len(st.rows()) == 76
         assert [r["finished_at"] for r in st.rows()] == [r["finished_at"] for r in rows]
     assert again.summary == res.summary
+
+
+def test_growing_the_grid_sets_aside_finals_of_the_old_winner(tmp_path: Path) -> None:
+    """Rerunning with a larger grid reuses the finished search runs; when a new point wins,
+    the old winner's final runs are marked ``superseded`` and reports leave them out."""
+    from ldpgraph.simulation.report import final_rows
+    from ldpgraph.simulation.store import config_hash
+
+    one = TINY.replace('protocols = ["hogs", "rr"]', 'protocols = ["rr"]').split("[grid.paper]")[0]
+    db = str(tmp_path / "g.db")
+    first = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9]"))
+    sw.run_sweep(first, "small", store_path=db, workers=0)
+    bigger = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9, 0.05]"))
+    grown = sw.run_sweep(bigger, "small", store_path=db, workers=0)
+    assert grown.phases["search"].trained == 2  # only the new point's runs
+    assert [r["best"]["lr"] for r in grown.summary] == [0.05]
+    with ResultsStore(db) as st:
+        rows = st.rows(sweep="tiny", status="done")
+    phase = [r["extra"]["phase"] for r in rows]
+    assert phase.count("superseded") == 2 and phase.count("final") == 2
+    kept = final_rows(rows)
+    assert {r["config"]["lr"] for r in kept} == {0.05} and len(kept) == 2
+    assert {r["config_hash"] for r in kept} == {config_hash(kept[0]["config"])}
 
 
 def test_cli_sweep_with_process_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -322,8 +361,22 @@ def test_cell_filters_pick_cells_and_reject_unknown_values():
 
 def test_sweep_cli_filters_in_dry_run(tmp_path, capsys):
     path = _write(tmp_path, TINY)
-    assert main(["sweep", str(path), "--grid", "small", "--dry-run", "--protocols", "rr",
-                 "--store", str(tmp_path / "s.db")]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(path),
+                "--grid",
+                "small",
+                "--dry-run",
+                "--protocols",
+                "rr",
+                "--store",
+                str(tmp_path / "s.db"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "1 cells" in out
     assert main(["sweep", str(path), "--grid", "small", "--dry-run", "--models", "gin"]) == 2
