@@ -90,11 +90,13 @@ def test_schema_errors(patch: tuple[str, str], needle: str) -> None:
     assert "x.toml" in msg and needle in msg and "\n" not in msg
 
 
-def test_boolean_training_switches_are_searched_on_one_release() -> None:
+def test_boolean_training_switches_are_searched_on_one_release(tmp_path: Path) -> None:
     """``center_features`` only changes the training: both values train on the same
     release."""
     exp = _parse(TINY.replace("lr = [0.01, 0.05]\n\n", "center_features = [false, true]\n\n", 1))
-    res = sw.run_sweep(exp, "small", store_path="unused.db", dry_run=True)
+    db = tmp_path / "unused.db"
+    res = sw.run_sweep(exp, "small", store_path=str(db), dry_run=True)
+    assert not db.exists()
     s = res.phases["search"]
     assert (s.releases, s.trainings) == (4, 8)  # 2 protocols × 2 seeds, × 2 values
     cell = next(iter(exp.cells()))
