@@ -6,7 +6,10 @@ dropout on dense 1433-column bag-of-words inputs would dominate CPU time and the
 ask for it. GAT uses 4 concatenated heads in the hidden layer and 1 head in the output layer.
 Every model accepts ``x`` as a dense tensor or a sparse CSR tensor: the training loop passes
 sparse bag-of-words features (Cora 1.3 % non-zero, Facebook 0.3 %) as CSR, which makes the
-first projection a sparse-dense product.
+first projection a sparse-dense product. ``center_inputs(mean)`` makes a model compute on
+``x - mean`` (every column's mean removed) while ``x`` itself stays sparse: the first
+projection is linear, so ``(x - 1 meanᵀ) W = x W - 1 (meanᵀ W)``, subtracted right after it,
+before any propagation.
 
 All models share one call signature, ``model(x, edge_index, edge_weight=None) -> logits``, so
 the training loop does not care which one it runs. ``edge_index`` may be a PyG ``[2, E]`` index
@@ -47,6 +50,18 @@ class _SymmetricSpmm(torch.autograd.Function):
         return None, torch.sparse.mm(ctx.adj, grad)
 
 
+def _subtract_projected_mean(module: nn.Module, mean: Tensor) -> None:
+    """After ``module`` (a linear map ``x Wᵀ (+ b)`` applied to the raw input), subtract
+    ``mean Wᵀ``: its output is then what it would be on the centred input ``x - mean``."""
+    if getattr(module, "_input_mean_hook", None) is not None:
+        module._input_mean_hook.remove()
+
+    def hook(mod: nn.Module, _inputs: tuple[Tensor, ...], out: Tensor) -> Tensor:
+        return out - F.linear(mean, mod.weight)
+
+    module._input_mean_hook = module.register_forward_hook(hook)
+
+
 def symmetric_spmm(adj: Tensor, h: Tensor) -> Tensor:
     """``adj @ h`` for a symmetric sparse CSR ``adj`` (see :class:`_SymmetricSpmm`)."""
     return _SymmetricSpmm.apply(adj, h)
@@ -83,6 +98,10 @@ class GCN(nn.Module):
         self.conv2 = SymmetricGCNConv(hidden, num_classes, cached=True)
         self.dropout = dropout
 
+    def center_inputs(self, mean: Tensor) -> None:
+        """Compute on ``x - mean`` from now on (see the module docstring)."""
+        _subtract_projected_mean(self.conv1.lin, mean)
+
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         h = self.conv1(x, edge_index, edge_weight).relu()
         h = F.dropout(h, p=self.dropout, training=self.training)
@@ -104,11 +123,17 @@ class MeanSAGEConv(nn.Module):
         super().__init__()
         self.lin_l = nn.Linear(in_dim, out_dim, bias=True)
         self.lin_r = nn.Linear(in_dim, out_dim, bias=False)
+        self.input_mean: Tensor | None = None
+
+    def _project(self, x: Tensor, weight: Tensor) -> Tensor:
+        """``x Wᵀ``, or ``(x - input_mean) Wᵀ`` once :attr:`input_mean` is set."""
+        out = F.linear(x, weight)
+        return out if self.input_mean is None else out - F.linear(self.input_mean, weight)
 
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         degree = adj.crow_indices().diff().to(torch.float32).clamp_(min=1.0).unsqueeze(1)
-        neighbours = symmetric_spmm(adj, F.linear(x, self.lin_l.weight)) / degree
-        return neighbours + self.lin_l.bias + F.linear(x, self.lin_r.weight)
+        neighbours = symmetric_spmm(adj, self._project(x, self.lin_l.weight)) / degree
+        return neighbours + self.lin_l.bias + self._project(x, self.lin_r.weight)
 
 
 class GraphSAGE(nn.Module):
@@ -127,6 +152,10 @@ class GraphSAGE(nn.Module):
         self.conv1 = MeanSAGEConv(in_dim, hidden)
         self.conv2 = MeanSAGEConv(hidden, num_classes)
         self.dropout = dropout
+
+    def center_inputs(self, mean: Tensor) -> None:
+        """Compute on ``x - mean`` from now on (see the module docstring)."""
+        self.conv1.input_mean = mean
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         h = self.conv1(x, edge_index).relu()
@@ -152,6 +181,10 @@ class GAT(nn.Module):
         self.conv2 = GATConv(hidden * heads, num_classes, heads=1, concat=False)
         self.dropout = dropout
 
+    def center_inputs(self, mean: Tensor) -> None:
+        """Compute on ``x - mean`` from now on (see the module docstring)."""
+        _subtract_projected_mean(self.conv1.lin, mean)
+
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         h = self.conv1(x, edge_index).relu()
         h = F.dropout(h, p=self.dropout, training=self.training)
@@ -170,6 +203,10 @@ class MLP(nn.Module):
         self.lin1 = nn.Linear(in_dim, hidden)
         self.lin2 = nn.Linear(hidden, num_classes)
         self.dropout = dropout
+
+    def center_inputs(self, mean: Tensor) -> None:
+        """Compute on ``x - mean`` from now on (see the module docstring)."""
+        _subtract_projected_mean(self.lin1, mean)
 
     def forward(
         self, x: Tensor, edge_index: Tensor | None = None, edge_weight: Tensor | None = None

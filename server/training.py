@@ -178,7 +178,11 @@ def train_and_evaluate(
 
         if config.normalize_features:
             x_np = row_normalize(x_np)
-        if config.center_features:
+        if config.center_features and _mostly_zero(x_np):
+            # Sparse true features (bag-of-words) stay sparse: the model subtracts the projected
+            # column means after its first projection, O(nnz) instead of O(n d).
+            model.center_inputs(torch.tensor(column_means(x_np), dtype=torch.float32, device=dev))
+        elif config.center_features:
             x_np = center_columns(x_np)
         x_t = _feature_tensor(x_np, dev)
         y_t = torch.tensor(y_np, dtype=torch.int64, device=dev)
@@ -264,15 +268,26 @@ def row_normalize(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(x.sum(axis=1, keepdims=True), 1.0)
 
 
+def column_means(x: np.ndarray) -> np.ndarray:
+    """Each column's mean over all rows (all nodes: the release is public to the curator,
+    labels are not used), accumulated in float64, as float32."""
+    return np.asarray(x).mean(axis=0, dtype=np.float64).astype(np.float32)
+
+
 def center_columns(x: np.ndarray) -> np.ndarray:
-    """Subtract each column's mean over all rows (all nodes: the release is public to the
-    curator, labels are not used), so no feature carries a common offset into the first layer."""
+    """Subtract each column's mean (:func:`column_means`), so no feature carries a common
+    offset into the first layer."""
     x = np.asarray(x, dtype=np.float32)
-    return x - x.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32)
+    return x - column_means(x)[None, :]
 
 
 #: Features with at most this fraction of non-zero entries go to the models as sparse CSR.
 SPARSE_FEATURES_MAX_DENSITY = 0.1
+
+
+def _mostly_zero(x: np.ndarray) -> bool:
+    """Whether ``x`` goes to the models as sparse CSR (see :data:`SPARSE_FEATURES_MAX_DENSITY`)."""
+    return bool(x.size) and np.count_nonzero(x) <= SPARSE_FEATURES_MAX_DENSITY * x.size
 
 
 def _feature_tensor(x: np.ndarray, dev: torch.device) -> Tensor:
@@ -283,7 +298,7 @@ def _feature_tensor(x: np.ndarray, dev: torch.device) -> Tensor:
     models compute the same function either way (floating-point summation order aside). Dense
     inputs (the 1-bit mechanism's reports, reconstructed features) stay dense.
     """
-    if x.size and np.count_nonzero(x) <= SPARSE_FEATURES_MAX_DENSITY * x.size:
+    if _mostly_zero(x):
         rows, cols = np.nonzero(x)
         indptr = np.zeros(x.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])

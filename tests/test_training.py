@@ -300,6 +300,53 @@ def test_models_give_the_same_logits_on_sparse_and_dense_features(model):
     torch.testing.assert_close(net(x_csr, adj), net(x, adj))
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_center_inputs_on_sparse_features_equals_centred_dense_features(model):
+    """``center_inputs`` keeps bag-of-words input sparse: same logits and same gradients as
+    the same model (same weights) on the densely centred features, an isolated node included."""
+    edge_index = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    gen = torch.Generator().manual_seed(4)
+    x = (torch.rand(6, 30, generator=gen) < 0.15).float()
+    mean = x.mean(dim=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        x_csr = x.to_sparse_csr()
+    torch.manual_seed(0)
+    centred = build_model(model, in_dim=30, num_classes=3, hidden=8, heads=2, dropout=0.0)
+    torch.manual_seed(0)
+    dense = build_model(model, in_dim=30, num_classes=3, hidden=8, heads=2, dropout=0.0)
+    centred.center_inputs(mean)
+    adj = _csr(edge_index, 6) if centred.sparse_adjacency else edge_index
+    out_c, out_d = centred(x_csr, adj), dense(x - mean, adj)
+    torch.testing.assert_close(out_c, out_d)
+    assert not torch.allclose(out_d, dense(x, adj))  # the centring changes the function
+    out_c.square().sum().backward()
+    out_d.square().sum().backward()
+    for (name, p_c), p_d in zip(centred.named_parameters(), dense.parameters(), strict=True):
+        torch.testing.assert_close(p_c.grad, p_d.grad, msg=name)
+
+
+def test_centring_sparse_features_trains_like_centring_them_densely(graph):
+    """``center_features`` on bag-of-words input keeps it sparse (the model subtracts the
+    projected means); the accuracies are those of the dense centred input, same seed."""
+    from ldpgraph.server import training
+
+    edges, x, y, split = graph
+    xb = (x > np.quantile(x, 0.93)).astype(np.uint8)
+    cfg = TrainConfig(epochs=30, center_features=True)
+    sparse = training.train_and_evaluate(edges, xb, y, split, cfg, seed=3)
+    old = training.SPARSE_FEATURES_MAX_DENSITY
+    training.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force the dense path
+    try:
+        dense = training.train_and_evaluate(edges, xb, y, split, cfg, seed=3)
+    finally:
+        training.SPARSE_FEATURES_MAX_DENSITY = old
+    raw = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
+    for key in ("val_acc", "test_acc", "best_epoch"):
+        assert sparse[key] == pytest.approx(dense[key], abs=0.02), key
+    assert _metrics(sparse) != _metrics(raw)
+
+
 def test_sparse_features_train_like_dense_ones(graph):
     """The CSR path is an implementation detail: same seed, same accuracies as dense input."""
     from ldpgraph.server import training
