@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from dataclasses import fields
@@ -475,7 +476,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         Path(args.out),
         title=args.title,
         substitutes=subs,
-        command="ldpgraph " + " ".join(sys.argv[1:]),
+        command=shlex.join(["ldpgraph", *getattr(args, "argv", [])]),  # quoted: copy-pasteable
     )
     for w in written:
         print(w)
@@ -590,7 +591,9 @@ def main(argv: list[str] | None = None) -> int:
 
     flower.EXIT_ON_INTERRUPT = True
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # the report names the command that made it
     handlers = {
         "run": cmd_run,
         "datasets": cmd_datasets,

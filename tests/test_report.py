@@ -121,7 +121,11 @@ def test_report_command_end_to_end(tmp_path, capsys):
                     backend="local",
                 )
                 store.finish(cfg, run(cfg))
-    assert cli.main(["report", "--store", str(db), "--out", str(tmp_path / "rep")]) == 0
+    out = tmp_path / "rep"
+    assert cli.main(["report", "--store", str(db), "--out", str(out), "--title", "Two words"]) == 0
+    # the index names the command, quoted so that it can be pasted back into a shell
+    made_with = f"ldpgraph report --store {db} --out {out} --title 'Two words'"
+    assert made_with in (out / "README.md").read_text()
     names = {p.name for p in (tmp_path / "rep").iterdir()}
     assert {"README.md", "table3.md", "reproduction.md", "summary.md"} <= names
     assert any(n.startswith("acc-vs-eps-") and n.endswith(".png") for n in names)
