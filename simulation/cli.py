@@ -311,6 +311,64 @@ def _add_partition(sub: argparse._SubParsersAction) -> None:
     )
 
 
+AUDIT_HELP = """\
+Empirical privacy audit of the client mechanisms, as a node runs them. Each mechanism is run
+DRAWS times on each of two neighbouring inputs (vectorised, seeded from --seed); an output
+event is chosen on the first half of the draws and its frequencies on the second half give a
+Clopper-Pearson lower bound ε_lb = ln(p0_lower / p1_upper) on the mechanism's true ε. The α is
+split over the two bounds and over the rows, so the whole table holds at confidence 1 - α.
+
+What a lower bound means: if ε_lb exceeds the claimed ε (the privacy report's figure), the
+mechanism spends more than it claims, with confidence 1 - α (FAIL, exit code 1). A PASS cannot
+prove that a mechanism is ε-DP: it only says that these draws found no event that leaks more
+than claimed. Real-valued outputs are also tested for floating-point outputs that one input
+cannot produce (a float Laplace fails that way)."""
+
+
+def _add_audit(sub: argparse._SubParsersAction) -> None:
+    from .audit import AUDITS, DEFAULT_ALPHA, DEFAULT_DRAWS, DEFAULT_EPSILONS
+
+    p = sub.add_parser(
+        "audit",
+        help="empirical ε lower bounds for every client mechanism (PASS/FAIL vs the claim)",
+        description=AUDIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="audit every registered mechanism")
+    which.add_argument(
+        "--mechanism",
+        action="append",
+        metavar="NAME",
+        help="audit this mechanism (repeatable): " + ", ".join(AUDITS),
+    )
+    p.add_argument(
+        "--draws",
+        type=int,
+        default=DEFAULT_DRAWS,
+        help=f"draws per input (half select the event, half estimate it; default {DEFAULT_DRAWS})",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        action="append",
+        default=None,
+        metavar="E",
+        help="ε at which each claim is checked (repeatable; default "
+        + ", ".join(f"{e:g}" for e in DEFAULT_EPSILONS)
+        + ")",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of every draw (default 0)")
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"1 - confidence of the whole table (default {DEFAULT_ALPHA})",
+    )
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpgraph",
@@ -324,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_results(sub)
     _add_sweep(sub)
+    _add_audit(sub)
     return parser
 
 
@@ -572,6 +631,30 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import AUDITS, DEFAULT_EPSILONS, format_table, run_audit
+
+    names = list(AUDITS) if args.all else args.mechanism
+    rows = run_audit(
+        names,
+        epsilons=args.epsilon or DEFAULT_EPSILONS,
+        draws=args.draws,
+        seed=args.seed,
+        alpha=args.alpha,
+        progress=not args.quiet,
+    )
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2, default=_json_default))
+    else:
+        print(format_table(rows))
+        failed = sum(not r.passed for r in rows)
+        print(
+            f"{len(rows) - failed} of {len(rows)} PASS at confidence {1 - args.alpha:g} "
+            f"(seed {args.seed})" + (f"; {failed} FAIL" if failed else "")
+        )
+    return 0 if all(r.passed for r in rows) else 1
+
+
 def _json_default(obj: Any) -> Any:
     import numpy as np
 
@@ -601,6 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": cmd_results,
         "sweep": cmd_sweep,
         "report": cmd_report,
+        "audit": cmd_audit,
     }
     try:
         return handlers[args.command](args)

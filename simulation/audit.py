@@ -1,0 +1,511 @@
+"""Empirical privacy audits of the client mechanisms: Clopper–Pearson lower bounds on ε.
+
+A mechanism M claims ε-LDP: for neighbouring inputs x₀, x₁ and every output event E,
+P[M(x₀) ∈ E] ≤ e^ε · P[M(x₁) ∈ E]. The audit runs M many times on x₀ and on x₁, counts how
+often each event of a fixed family fires, and turns the counts into a one-sided confidence
+bound ε_lb = ln(p₀_lower / p₁_upper) (Clopper–Pearson, α/2 for each of the two bounds). The
+event is chosen on the first half of the draws and estimated on the second half, so the bound
+is a valid (1 − α) lower bound on the mechanism's true ε whatever event was chosen. A lower
+bound can never prove that a mechanism is private; it can only catch one that spends more than
+it claims (a wrong flip probability, a floating-point Laplace that leaks through the float
+grid). One row per (mechanism, ε); the α of a run is split evenly over its rows (Bonferroni),
+so the whole table holds at confidence 1 − α and a FAIL is a finding, not a coin toss.
+
+The registry :data:`AUDITS` names the auditable mechanisms as a node runs them; a test may add
+a planted one. Every draw comes from a generator derived from (seed, mechanism, ε), so a row
+does not depend on which other rows are run.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: The ε values a claim is checked at unless the caller names others (the HoGS paper's range).
+DEFAULT_EPSILONS: tuple[float, ...] = (1.0, 4.0, 8.0)
+#: Draws per input (half select the event, half estimate it).
+DEFAULT_DRAWS = 1_000_000
+DEFAULT_ALPHA = 0.05
+#: ε_lb may exceed the claim by this much and still pass (floating-point noise in ln).
+TOLERANCE = 1e-9
+#: Draws are made and counted in chunks of this size (memory, progress).
+CHUNK = 1 << 18
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def cp_lower(k: int, n: int, a: float) -> float:
+    """One-sided Clopper–Pearson lower bound on p at confidence 1 − a, from k of n."""
+    from scipy.stats import beta
+
+    if k <= 0:
+        return 0.0
+    return float(beta.ppf(a, k, n - k + 1))
+
+
+def cp_upper(k: int, n: int, a: float) -> float:
+    """One-sided Clopper–Pearson upper bound on p at confidence 1 − a (0 of n: 1 − a^{1/n})."""
+    from scipy.stats import beta
+
+    if k >= n:
+        return 1.0
+    return float(beta.ppf(1.0 - a, k + 1, n - k))
+
+
+def epsilon_lower_bound(k0: int, n0: int, k1: int, n1: int, alpha: float) -> float:
+    """ln(p₀_lower / p₁_upper) with α split evenly over the two bounds; −inf when k0 = 0."""
+    lo = cp_lower(k0, n0, alpha / 2.0)
+    if lo <= 0.0:
+        return -math.inf
+    return math.log(lo / cp_upper(k1, n1, alpha / 2.0))
+
+
+def _point_estimate(k0: int, n0: int, k1: int, n1: int) -> float:
+    if k0 == 0:
+        return -math.inf if k1 else 0.0
+    if k1 == 0:
+        return math.inf
+    return math.log((k0 / n0) / (k1 / n1))
+
+
+# --------------------------------------------------------------------------- event families
+
+
+@dataclass(frozen=True)
+class EventFamily:
+    """A fixed, data-independent family of output events and a vectorised counter for them."""
+
+    labels: tuple[str, ...]
+    count: Callable[[np.ndarray], np.ndarray]  # outputs -> int64 count per label
+
+
+def unreachable(y: np.ndarray, base: float) -> np.ndarray:
+    """Which float outputs y no float noise c can produce as fl(base + c).
+
+    Tries c = fl(y − base) and its two neighbouring floats: an output that was made from
+    ``base`` is found by one of them (checked empirically; a miss would only weaken the audit,
+    never invalidate it, because the event is fixed before the estimation draws). An additive
+    mechanism on floats whose output from x₀ cannot have come from x₁ is not ε-DP for any ε
+    (Mironov 2012); on integer outputs this event never fires.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    c = y - base
+    ok = (base + c) == y
+    ok |= (base + np.nextafter(c, np.inf)) == y
+    ok |= (base + np.nextafter(c, -np.inf)) == y
+    return ~ok
+
+
+def numeric_events(
+    lo: int, hi: int, reachable_from: Sequence[float] = (), name: str = "y"
+) -> EventFamily:
+    """Points {y = k}, thresholds {y ≤ t} and {y ≥ t} for integers k, t in [lo, hi], and for
+    each base b in ``reachable_from`` the event "y is not reachable from b" (float grid)."""
+    grid = np.arange(int(lo), int(hi) + 1, dtype=np.float64)
+    labels = (
+        [f"{name} = {k:g}" for k in grid]
+        + [f"{name} ≤ {t:g}" for t in grid]
+        + [f"{name} ≥ {t:g}" for t in grid]
+        + [f"{name} not reachable from {b:g} (float grid)" for b in reachable_from]
+    )
+    bases = tuple(float(b) for b in reachable_from)
+
+    def count(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y)
+        ys = np.sort(y.astype(np.float64, copy=False))
+        le = np.searchsorted(ys, grid, side="right")
+        lt = np.searchsorted(ys, grid, side="left")
+        parts = [le - lt, le, ys.shape[0] - lt]
+        parts += [np.asarray([int(unreachable(y, b).sum())]) for b in bases]
+        return np.concatenate(parts).astype(np.int64)
+
+    return EventFamily(tuple(labels), count)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One mechanism at one ε, ready to audit: ``draw(which, n, rng)`` returns n outputs
+    (one statistic per run of the mechanism) on input ``which`` ∈ {0, 1}."""
+
+    draw: Callable[[int, int, np.random.Generator], np.ndarray]
+    events: EventFamily
+    claimed_epsilon: float
+    inputs: tuple[str, str]
+    unit: str
+
+
+@dataclass(frozen=True)
+class Auditable:
+    """A mechanism that can be audited at any ε: ``build(ε)`` sets up its :class:`Trial`."""
+
+    name: str
+    description: str
+    build: Callable[[float], Trial]
+
+
+AUDITS: dict[str, Auditable] = {}
+
+
+def register(audit: Auditable) -> Auditable:
+    """Add a mechanism to :data:`AUDITS` (a test may add a planted one)."""
+    if audit.name in AUDITS:
+        raise ValueError(f"audit {audit.name!r} is already registered")
+    AUDITS[audit.name] = audit
+    return audit
+
+
+def _rr(eps: float) -> Trial:
+    from ldpgraph.protocols.accounting import bit_part
+    from ldpgraph.protocols.mechanisms import RandomizedResponse
+
+    mech = RandomizedResponse(eps)
+    unit = "one adjacency bit (edge LDP)"
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return mech.perturb_bits(np.full(n, which, dtype=np.uint8), rng)
+
+    return Trial(
+        draw,
+        numeric_events(0, 1),
+        bit_part("adjacency", unit, eps)["epsilon"],
+        ("bit 0", "bit 1"),
+        "adjacency bit",
+    )
+
+
+def _onebit(eps: float) -> Trial:
+    from ldpgraph.protocols.accounting import bit_part
+    from ldpgraph.protocols.mechanisms import OneBit
+
+    mech = OneBit(eps, domain=(0.0, 1.0))
+    unit = "one feature bit"
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return mech.perturb(np.full(n, float(which)), rng)
+
+    return Trial(
+        draw,
+        numeric_events(0, 1),
+        bit_part("features", unit, eps)["epsilon"],
+        ("x = 0", "x = 1"),
+        "feature bit",
+    )
+
+
+#: Feature dimension of the multi-bit audits (small: the audited coordinate is often sampled).
+MULTIBIT_D = 4
+#: Rows checked bit for bit against MultiBit.perturb_many in every chunk.
+MULTIBIT_CHECK_ROWS = 128
+
+
+def multibit_draw(mech: Any, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``MultiBit.perturb_many(x, rng)`` vectorised over rows: the same draws in the same order
+    (per row d uniforms choose the subset, then m uniforms the bits), so bit-identical output.
+
+    The node's own code loops in Python (~25 µs a row); 10^6 audit rows need this twin. Its
+    first rows are checked against the node's code on a copy of the generator every call.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    r, d = x.shape
+    m = mech.sampled(d)
+    check = min(r, MULTIBIT_CHECK_ROWS)
+    twin = np.random.Generator(type(rng.bit_generator)())
+    twin.bit_generator.state = rng.bit_generator.state
+    expected = mech.perturb_many(x[:check], twin)
+
+    prob = mech.probability(x)
+    u = rng.random((r, d + m))
+    chosen = np.argsort(u[:, :d], axis=1, kind="stable")[:, :m]
+    t = u[:, d:] < np.take_along_axis(prob, chosen, axis=1)
+    out = np.zeros((r, d), dtype=np.float32)
+    np.put_along_axis(out, chosen, np.where(t, 1.0, -1.0).astype(np.float32), axis=1)
+    if not np.array_equal(out[:check], expected):
+        raise RuntimeError("the vectorised multi-bit twin no longer matches MultiBit.perturb_many")
+    return out
+
+
+def _multibit_part(eps: float) -> tuple[Any, dict[str, Any]]:
+    from ldpgraph.protocols.multibit import MultiBit, multibit_privacy_part
+
+    mech = MultiBit(eps, domain=(0.0, 1.0))
+    return mech, multibit_privacy_part(mech, MULTIBIT_D)
+
+
+def _multibit(eps: float) -> Trial:
+    mech, part = _multibit_part(eps)
+    d = MULTIBIT_D
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        x = np.zeros((n, d))
+        x[:, 0] = which
+        return multibit_draw(mech, x, rng)[:, 0]
+
+    return Trial(
+        draw,
+        numeric_events(-1, 1, name="x*₀"),
+        part["epsilon"],
+        ("(" + ",".join("0" * d) + ")", "(1" + ",0" * (d - 1) + ")"),
+        f"feature vector (m = {mech.sampled(d)})",
+    )
+
+
+def _multibit_vector(eps: float) -> Trial:
+    mech, part = _multibit_part(eps)
+    d = MULTIBIT_D
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return (multibit_draw(mech, np.full((n, d), float(which)), rng) > 0).sum(axis=1)
+
+    return Trial(
+        draw,
+        numeric_events(0, d, name="#(+1)"),
+        part["epsilon"],
+        ("(" + ",".join("0" * d) + ")", "(" + ",".join("1" * d) + ")"),
+        f"feature vector (m = {mech.sampled(d)})",
+    )
+
+
+#: The neighbouring degrees of the degree audit (one adjacency bit changes the degree by 1).
+DEGREES = (4, 5)
+
+
+def _discrete_laplace(eps: float) -> Trial:
+    from ldpgraph.protocols.laplace import DiscreteLaplace, discrete_laplace_part
+
+    mech = DiscreteLaplace(eps, sensitivity=1)
+    unit = "one adjacency bit (the noisy degree)"
+    a, b = DEGREES
+    span = max(5, math.ceil(12.0 / eps))
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return mech.perturb_many(np.full(n, DEGREES[which], dtype=np.int64), rng)
+
+    return Trial(
+        draw,
+        numeric_events(a - span, b + span, reachable_from=DEGREES),
+        discrete_laplace_part("degree", unit, eps)["epsilon"],
+        (f"degree {a}", f"degree {b}"),
+        "adjacency bit (degree)",
+    )
+
+
+register(Auditable("rr", "randomized response on one adjacency bit (perturb_bits)", _rr))
+register(Auditable("onebit", "the 1-bit feature mechanism at the domain ends", _onebit))
+register(Auditable("multibit", "LPGNN multi-bit: vectors differing in one coordinate", _multibit))
+register(
+    Auditable(
+        "multibit-vector",
+        "LPGNN multi-bit: all-0 vs all-1 vector (the m-fold composition)",
+        _multibit_vector,
+    )
+)
+register(
+    Auditable(
+        "discrete-laplace",
+        "the noisy degree of Blink and LDPGen (DiscreteLaplace)",
+        _discrete_laplace,
+    )
+)
+
+
+# --------------------------------------------------------------------------- the audit
+
+
+@dataclass
+class AuditRow:
+    """One (mechanism, ε) result."""
+
+    mechanism: str
+    epsilon: float
+    inputs: str
+    unit: str
+    claimed_epsilon: float
+    epsilon_lower_bound: float
+    epsilon_estimate: float
+    event: str
+    draws: int
+    alpha_row: float  # this row's share of the run's α (Bonferroni over the rows)
+    passed: bool
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in ("epsilon_lower_bound", "epsilon_estimate"):
+            if math.isinf(d[key]):
+                d[key] = "inf" if d[key] > 0 else "-inf"
+        return d
+
+
+def _rng(seed: int, name: str, eps: float) -> np.random.Generator:
+    key = [zlib.crc32(name.encode()), zlib.crc32(repr(float(eps)).encode())]
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
+
+
+def _count_half(
+    trial: Trial, which: int, n: int, rng: np.random.Generator, tick: Callable[[int], None]
+) -> np.ndarray:
+    total = np.zeros(len(trial.events.labels), dtype=np.int64)
+    done = 0
+    while done < n:
+        size = min(CHUNK, n - done)
+        total += trial.events.count(trial.draw(which, size, rng))
+        done += size
+        tick(size)
+    return total
+
+
+def audit_one(
+    audit: Auditable,
+    eps: float,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    alpha: float = DEFAULT_ALPHA,
+    tick: Callable[[int], None] = lambda n: None,
+) -> AuditRow:
+    """Audit one mechanism at one ε: ``draws`` runs on each input, the event chosen on the first
+    half (highest lower bound there, either direction), ε_lb from the second half at 1 − α."""
+    if draws < 4:
+        raise ValueError(f"draws must be >= 4, got {draws}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    trial = audit.build(float(eps))
+    rng = _rng(seed, audit.name, eps)
+    n_sel = draws // 2
+    n_est = draws - n_sel
+    sel = [_count_half(trial, w, n_sel, rng, tick) for w in (0, 1)]
+    est = [_count_half(trial, w, n_est, rng, tick) for w in (0, 1)]
+
+    best: tuple[float, int, int] = (-math.inf, 0, 0)  # (selection bound, event, direction)
+    best_hat = -math.inf
+    for i in range(len(trial.events.labels)):
+        for direction in (0, 1):
+            k0, k1 = sel[direction][i], sel[1 - direction][i]
+            bound = epsilon_lower_bound(int(k0), n_sel, int(k1), n_sel, alpha)
+            hat = _point_estimate(int(k0), n_sel, int(k1), n_sel)
+            if bound > best[0] or (bound == best[0] == -math.inf and hat > best_hat):
+                best, best_hat = (bound, i, direction), hat
+    _, i, direction = best
+    k0, k1 = int(est[direction][i]), int(est[1 - direction][i])
+    lb = max(0.0, epsilon_lower_bound(k0, n_est, k1, n_est, alpha))
+    first, second = trial.inputs[direction], trial.inputs[1 - direction]
+    label = trial.events.labels[i]
+    return AuditRow(
+        mechanism=audit.name,
+        epsilon=float(eps),
+        inputs=f"{trial.inputs[0]} vs {trial.inputs[1]}",
+        unit=trial.unit,
+        claimed_epsilon=float(trial.claimed_epsilon),
+        epsilon_lower_bound=lb,
+        epsilon_estimate=_point_estimate(k0, n_est, k1, n_est),
+        event=f"{label}: {first} over {second}",
+        draws=int(draws),
+        alpha_row=float(alpha),
+        passed=bool(lb <= trial.claimed_epsilon + TOLERANCE),
+        counts={"selected_on": n_sel, "estimated_on": n_est, "hits_num": k0, "hits_den": k1},
+    )
+
+
+def run_audit(
+    names: Iterable[str] | None = None,
+    epsilons: Sequence[float] = DEFAULT_EPSILONS,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    alpha: float = DEFAULT_ALPHA,
+    progress: bool = False,
+) -> list[AuditRow]:
+    """Audit the named mechanisms (all registered ones when None) at every ε.
+
+    α is split evenly over the rows, so all rows hold together at confidence 1 − α.
+    """
+    names = list(AUDITS) if names is None else list(names)
+    unknown = [n for n in names if n not in AUDITS]
+    if unknown:
+        raise ValueError(f"unknown mechanism(s) {unknown}; known: {', '.join(AUDITS)}")
+    if not names or not epsilons:
+        raise ValueError("nothing to audit: no mechanism or no ε")
+    jobs = [(AUDITS[n], float(e)) for n in names for e in epsilons]
+    row_alpha = alpha / len(jobs)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=2 * draws * len(jobs),
+            unit="draw",
+            unit_scale=True,
+            file=sys.stderr,
+            desc="audit",
+            smoothing=0.1,
+        )
+    rows: list[AuditRow] = []
+    try:
+        for audit, eps in jobs:
+            if bar is not None:
+                bar.set_postfix_str(f"{audit.name} ε={eps:g}")
+            tick = bar.update if bar is not None else (lambda n: None)
+            rows.append(audit_one(audit, eps, draws, seed, row_alpha, tick))
+    finally:
+        if bar is not None:
+            bar.close()
+    return rows
+
+
+def _fmt(x: float) -> str:
+    return "inf" if math.isinf(x) and x > 0 else f"{x:.3f}"
+
+
+COLUMNS = (
+    "mechanism",
+    "neighbouring inputs",
+    "unit",
+    "ε",
+    "claimed ε",
+    "ε lower bound",
+    "ε̂",
+    "event (chosen on the first half)",
+    "draws",
+    "result",
+)
+
+
+def table_cells(row: AuditRow) -> list[str]:
+    """One row of the table as text cells, in :data:`COLUMNS` order."""
+    return [
+        row.mechanism,
+        row.inputs,
+        row.unit,
+        f"{row.epsilon:g}",
+        f"{row.claimed_epsilon:.4f}",
+        _fmt(row.epsilon_lower_bound),
+        _fmt(row.epsilon_estimate),
+        row.event,
+        f"{row.draws:,}",
+        "PASS" if row.passed else "FAIL",
+    ]
+
+
+def format_table(rows: Sequence[AuditRow]) -> str:
+    """The audit as an aligned text table, one row per (mechanism, ε)."""
+    cells = [list(COLUMNS)] + [table_cells(r) for r in rows]
+    widths = [max(len(c[j]) for c in cells) for j in range(len(COLUMNS))]
+    numeric = {3, 4, 5, 6, 8}
+    lines = []
+    for k, c in enumerate(cells):
+        parts = [
+            c[j].rjust(widths[j]) if j in numeric and k else c[j].ljust(widths[j])
+            for j in range(len(c))
+        ]
+        lines.append("  ".join(parts).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
