@@ -112,7 +112,7 @@ def main() -> int:
         for name, block in zip(names, blocks, strict=True):
             start(name, DEPLOY / "start-supernode.sh", "--superlink", link, "--ca",
                   "certs/ca.crt", "--key", f"keys/{name}", "--data", f"part/{block}",
-                  "--port", free_port())  # fmt: skip
+                  "--port", free_port(), "--budget", "8")  # fmt: skip
         for name in names:
             wait_log(name, "SuperNode ID")
 

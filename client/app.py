@@ -1,16 +1,27 @@
 """The Flower ClientApp: one SuperNode hosting one or more logical node-clients.
 
-Each logical node reads only its own row and features (from a node store), keeps its own
-spent budget in the SuperNode's persistent state, uses its own random streams, and answers a
-round with its encoded report — or with a refusal, never a crash. Which nodes a SuperNode hosts
-comes from its node config: ``data-file`` names a node store (deployment); otherwise, in
-simulation, ``partition-id`` and the server's ``nodes-per-client`` select a block of the shared
-store the server names. Optional node config: ``budget`` (ε), ``trust-curator`` (bool).
+Each logical node reads only its own row and features (from a node store), and answers a round
+with its encoded report or with a bare refusal, never a crash. Everything that protects the
+node comes from the node's side, never from the server's message (see
+:mod:`ldpgraph.client.budget`):
+
+- **Deployment** (node config ``data-file``): the SuperNode's own ``--node-config`` gives
+  ``budget`` (required: without a finite one every LDP round is refused), ``trust-curator``
+  (consent to raw upload), ``ledger`` (default: ``<data-file>.ledger.json``, beside the node
+  file) and, for tests only, ``seed``; without it every request draws fresh OS entropy.
+- **Simulation** (no ``data-file``): the harness plays every node; it writes each simulated
+  node's settings (budget, consent, reproducible seed) beside the node data it serves, and the
+  ledger lives in the run directory.
+
 No torch on this import path.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,71 +36,113 @@ from ldpgraph.protocols.reports import (
     node_record_name,
 )
 
-from .budget import Refusal, check_and_spend
+from .budget import REFUSED, Ledger, NodeConfigError, NodeSettings, admit_nodes
 from .nodedata import NodeStore, open_store
 
-SPENT_STATE = "ldpgraph.spent"
+log = logging.getLogger("ldpgraph.client")
+
+#: Key of the simulated nodes' settings in a simulation node store's meta.json.
+SIMULATED_SETTINGS = "simulated-node-settings"
 
 app = ClientApp()
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+class Hosted:
+    """The node store a SuperNode reads, the logical nodes it hosts and their own settings."""
+
+    def __init__(self, store: NodeStore, nodes: list[int], settings: NodeSettings) -> None:
+        self.store = store
+        self.nodes = nodes
+        self.settings = settings
+        meta = store.meta
+        self.graph = (
+            store.partition
+            or hashlib.sha256(
+                f"{store.num_nodes}:{store.num_features}:{meta.get('first')}:{meta.get('count')}".encode()
+            ).hexdigest()[:16]
+        )
+        self.ledger = Ledger(settings.ledger, self.graph, durable=settings.durable)
 
 
-def hosted_nodes(context: Context, cfg: dict[str, Any]) -> tuple[NodeStore, list[int]]:
-    """The node store this SuperNode reads and the logical node ids it hosts."""
+def hosted(context: Context, cfg: dict[str, Any]) -> Hosted:
+    """What this SuperNode hosts, and the settings its nodes configured for themselves."""
     node_cfg = context.node_config
-    if "data-file" in node_cfg:
-        store = open_store(str(node_cfg["data-file"]))
+    if "data-file" in node_cfg:  # deployment: everything from the node's own configuration
+        path = str(node_cfg["data-file"])
+        store = open_store(path)
         store.check_against(int(cfg["num-nodes"]), str(cfg.get("partition", "")))
-        return store, list(store.node_ids)
+        default_ledger = Path(path.rstrip("/") + ".ledger.json")
+        settings = NodeSettings.from_node_config(node_cfg, default_ledger, durable=True)
+        return Hosted(store, list(store.node_ids), settings)
+    # Simulation: the harness wrote the store and every simulated node's settings beside it.
     store = open_store(str(cfg["data"]))
     k = int(cfg["nodes-per-client"])
     first = int(node_cfg["partition-id"]) * k
     last = min(store.first + store.count, first + k)
-    return store, list(range(first, last))
+    own = store.meta.get(SIMULATED_SETTINGS) or {}
+    ledger = store.path / "ledgers" / f"{first}.json"
+    settings = NodeSettings.from_node_config(own, ledger, durable=False)
+    return Hosted(store, list(range(first, last)), settings)
 
 
-def _reply(msg: Message, records: dict[str, ConfigRecord]) -> Message:
-    return Message(RecordDict(records), reply_to=msg)
+def _refusals(nodes: list[int]) -> dict[str, ConfigRecord]:
+    return {node_record_name(n): ConfigRecord({"node": n, "refused": REFUSED}) for n in nodes}
+
+
+def _round(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"round {value!r} is not an integer")
+    round_ = int(value)
+    if round_ != float(value) or round_ < 0:
+        raise ValueError(f"round {value!r} is not a non-negative integer")
+    return round_
 
 
 def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
-    """The records of this SuperNode's reply to one server message."""
-    op = cfg.get("op")
-    store, nodes = hosted_nodes(context, cfg)
-    if op == "hello":
-        return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(nodes, dtype="<i4").tobytes()})}
-    if op != "report":
-        raise ValueError(f"unknown operation {op!r}")
+    """The records of this SuperNode's reply to one server message.
 
-    protocol = protocol_from_config(cfg)
-    round_ = int(cfg["round"])
-    seed = int(cfg["seed"])
-    budget = float(context.node_config.get("budget", cfg.get("default-budget", 0.0)))
-    trusts = _truthy(context.node_config.get("trust-curator", cfg.get("default-trust", False)))
-    state = context.state
-    spent = dict(state.config_records[SPENT_STATE]) if SPENT_STATE in state.config_records else {}
-    cost = protocol.round_epsilon(round_)
-    records: dict[str, ConfigRecord] = {}
-    for node in nodes:
-        trial = dict(spent)
+    A request the node cannot or will not serve gets one bare ``refused`` record per hosted
+    node; why stays in the node's own log.
+    """
+    try:
+        host = hosted(context, cfg)
+    except NodeConfigError as exc:
+        log.error("this SuperNode's node config is unusable: %s", exc)
+        raise
+    op = cfg.get("op")
+    if op == "hello":
+        return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(host.nodes, "<i4").tobytes()})}
+    try:
+        if op != "report":
+            raise ValueError(f"unknown operation {op!r}")
+        protocol = protocol_from_config(cfg)
+        round_ = _round(cfg.get("round"))
+        cost = float(protocol.round_epsilon(round_))
+        if not (math.isfinite(cost) or protocol.raw_upload):
+            raise ValueError(f"round cost ε={cost}")
+    except Exception as exc:  # a malformed request: refuse, never crash
+        log.warning("refusing a malformed request: %s", exc)
+        return _refusals(host.nodes)
+    admitted, refused = admit_nodes(
+        host.ledger, host.nodes, cost, round_, host.settings, protocol.raw_upload
+    )
+    for reason in refused.values():
+        log.info("refused: %s", reason)
+    records = _refusals(list(refused))
+    for node in admitted:
         try:
-            check_and_spend(trial, node, cost, budget, protocol.raw_upload, trusts)
-        except Refusal as exc:
-            records[node_record_name(node)] = ConfigRecord({"node": node, "refused": str(exc)})
+            report = protocol.client_step(
+                round_, host.store.view(node), cfg, host.settings.stream_seed()
+            )
+        except Exception as exc:  # the charge stays spent: fail closed
+            log.warning("node %d refuses round %d: %s", node, round_, exc)
+            records.update(_refusals([node]))
             continue
-        report = protocol.client_step(round_, store.view(node), cfg, seed)
         records[node_record_name(node)] = ConfigRecord(encode_report(report))
-        spent = trial
-    state.config_records[SPENT_STATE] = ConfigRecord({k: float(v) for k, v in spent.items()})
     return records
 
 
 @app.query()
 def query(msg: Message, context: Context) -> Message:
     cfg = dict(msg.content.config_records[CONFIG_RECORD])
-    return _reply(msg, answer(cfg, context))
+    return Message(RecordDict(answer(cfg, context)), reply_to=msg)

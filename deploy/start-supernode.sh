@@ -2,17 +2,21 @@
 # Start one Flower SuperNode hosting one ldpgraph node file (a block of node-clients).
 #
 #   deploy/start-supernode.sh --superlink HOST:PORT --ca CA.CRT --key KEY --data NODE_FILE
-#                             [--port 9094] [--budget EPSILON] [--trust-curator]
+#                             --budget EPSILON [--port 9094] [--trust-curator] [--ledger FILE]
 #
 # KEY: this SuperNode's private key (deploy/make-supernode-keys.sh; its .pub registered with
 # deploy/register-supernodes.sh). NODE_FILE: one node file written by `ldpgraph partition`
-# (e.g. part/nodes-00003); the ClientApp reads nothing else. --port: the SuperNode's local
-# Runtime API port (127.0.0.1), distinct for each SuperNode on one machine. --budget: each
-# node's privacy budget (default: the run's ε). --trust-curator: the nodes consent to raw upload
-# (central-DP protocols); without it they refuse such rounds. Runs in the foreground (exec).
+# (e.g. part/nodes-00003); the ClientApp reads nothing else. --budget (required): the total ε
+# each of its nodes will ever spend on this graph, over all runs; nothing the server sends can
+# set or raise it. --ledger: where the spent ε is kept across runs and restarts (default:
+# NODE_FILE.ledger.json, beside the node file; must be writable and persistent). --port: the
+# SuperNode's local Runtime API port (127.0.0.1), distinct per SuperNode on one machine.
+# --trust-curator: the nodes consent to raw upload (central-DP protocols); without it they
+# refuse such rounds. Noise comes from the OS entropy, fresh per request. Runs in the
+# foreground (exec).
 set -euo pipefail
-SUPERLINK="" CA="" KEY="" DATA="" PORT=9094 BUDGET="" TRUST=false
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+SUPERLINK="" CA="" KEY="" DATA="" PORT=9094 BUDGET="" TRUST=false LEDGER=""
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --superlink) SUPERLINK=$2; shift 2 ;;
@@ -22,18 +26,26 @@ while [ $# -gt 0 ]; do
     --port) PORT=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --trust-curator) TRUST=true; shift ;;
+    --ledger) LEDGER=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "start-supernode: unknown argument $1" >&2; usage 2 ;;
   esac
 done
 [ -n "$SUPERLINK" ] && [ -n "$CA" ] && [ -n "$KEY" ] && [ -n "$DATA" ] || usage 2
+[ -n "$BUDGET" ] || { echo "start-supernode: --budget EPSILON is required: each node's own total privacy budget (the server cannot set it)" >&2; exit 2; }
+python3 -c 'import math,sys; b=float(sys.argv[1]); sys.exit(0 if math.isfinite(b) and b >= 0 else 1)' "$BUDGET" 2>/dev/null ||
+  { echo "start-supernode: --budget must be a finite number >= 0, got $BUDGET" >&2; exit 2; }
 [ -f "$CA" ] || { echo "start-supernode: no CA certificate at $CA" >&2; exit 2; }
 [ -f "$KEY" ] || { echo "start-supernode: no private key at $KEY" >&2; exit 2; }
 [ -f "$DATA/meta.json" ] || { echo "start-supernode: $DATA is not a node file (no meta.json)" >&2; exit 2; }
 case $DATA in *"'"*) echo "start-supernode: node file path must not contain a quote" >&2; exit 2 ;; esac
 DATA=$(cd "$DATA" && pwd)
-CONFIG="data-file='$DATA' trust-curator=$TRUST"
-[ -z "$BUDGET" ] || CONFIG+=" budget=$BUDGET"
+CONFIG="data-file='$DATA' trust-curator=$TRUST budget=$BUDGET"
+if [ -n "$LEDGER" ]; then
+  case $LEDGER in *"'"*) echo "start-supernode: ledger path must not contain a quote" >&2; exit 2 ;; esac
+  mkdir -p "$(dirname "$LEDGER")"
+  CONFIG+=" ledger='$(cd "$(dirname "$LEDGER")" && pwd)/$(basename "$LEDGER")'"
+fi
 export FLWR_TELEMETRY_ENABLED=${FLWR_TELEMETRY_ENABLED:-0}
 export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1
 command -v flower-supernode >/dev/null ||

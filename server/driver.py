@@ -254,7 +254,7 @@ class GridCollector:
                 payload = dict(records[name])
                 if "refused" in payload:
                     stats.refused += 1
-                    stats.reasons[f"refused: {str(payload['refused'])[:60]}"] += 1
+                    stats.reasons["refused by the node"] += 1
                     continue
                 try:
                     rep = decode_report(

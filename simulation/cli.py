@@ -477,14 +477,18 @@ def summary(result: dict[str, Any]) -> str:
 def _collection_lines(col: dict[str, Any] | None) -> list[str]:
     if not col or not col.get("rounds"):
         return []
-    lines = [
-        f"  nodes         {col.get('supernodes')} SuperNodes x {col.get('nodes_per_client')} "
-        "node-clients"
-    ]
+    lines = []
+    if col.get("supernodes") is not None:
+        lines.append(
+            f"  nodes         {col.get('supernodes')} SuperNodes x {col.get('nodes_per_client')} "
+            "node-clients"
+        )
+    if col.get("node_randomness"):
+        lines.append(f"  node noise    {col['node_randomness']}")
     for i, r in enumerate(col["rounds"]):
         lines.append(
             f"  round {i}       asked {r['asked']}  replied {r['replied']}  rejected "
-            f"{r['rejected']}  refused {r['refused']}  missing {r['missing']}"
+            f"{r.get('rejected', 0)}  refused {r['refused']}  missing {r['missing']}"
         )
     return lines
 

@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.registry import PROTOCOLS
 
 from .splits import SPLIT_MODES
@@ -170,7 +171,7 @@ class RunConfig:
             )
         if self.curator and self.backend != "deploy":
             raise ConfigError("--curator is for --backend deploy")
-        if self.protocol == "none" and not self.trust_curator:
+        if self.protocol == "none" and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
                 "protocol 'none' uploads raw data and nodes refuse unless they trust the "
                 "curator: add --trust-curator"
@@ -185,8 +186,14 @@ class RunConfig:
 
     @property
     def budget(self) -> float:
-        """Each node's configured budget: node-budget, or the run's epsilon."""
+        """Each simulated node's budget: node-budget, or the run's epsilon."""
         return self.node_budget if self.node_budget > 0 else self.epsilon
+
+    def node_settings(self) -> NodeSettings:
+        """The settings the simulation harness gives every node it plays (its own
+        configuration: budget, consent and a reproducible seed). A deployed node ignores all
+        three: its settings come from its SuperNode's --node-config."""
+        return NodeSettings(budget=self.budget, trust_curator=self.trust_curator, seed=self.seed)
 
     def protocol_params(self) -> dict[str, Any]:
         """Every protocol parameter; each protocol takes the ones it knows. share1/share2

@@ -15,6 +15,7 @@ from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.protocols.types import Release
 
+from .collection import require_reports
 from .config import RunConfig
 from .datasets import load_dataset
 from .splits import split_for
@@ -87,7 +88,9 @@ def collect_and_release(
     if config.backend == "local":
         from .backends.local import run_protocol
 
-        return run_protocol(protocol, graph, curator, config.seed, progress)
+        return run_protocol(
+            protocol, graph, curator, config.seed, progress, config.node_settings()
+        )
     from .backends.flower import run_protocol as run_flower
 
     return run_flower(protocol, graph, curator, config, progress)
@@ -181,7 +184,10 @@ def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorV
     if protocol.rounds != 1:
         return protocol, None, curator, 0.0
     t0 = time.perf_counter()
-    result = collect_round(protocol, graph, 0, protocol.config(), config.seed)
+    result = collect_round(
+        protocol, graph, 0, protocol.config(), config.seed, settings=config.node_settings()
+    )
+    require_reports(protocol.name, 0, len(result.reports), graph.num_nodes, result.missing.size)
     return protocol, result, curator, time.perf_counter() - t0
 
 
@@ -205,7 +211,7 @@ def make_release(config: RunConfig, graph: Graph) -> tuple[Release, dict[str, fl
 
         protocol = make_protocol(config.protocol, **config.protocol_params())
         curator = curator_view(graph, uses_public_features(config.protocol))
-        return run_protocol(protocol, graph, curator, config.seed)
+        return run_protocol(protocol, graph, curator, config.seed, None, config.node_settings())
     return collect_and_release(config, graph)
 
 

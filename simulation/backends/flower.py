@@ -24,11 +24,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ldpgraph.client.app import SIMULATED_SETTINGS
+from ldpgraph.client.budget import NodeSettings
 from ldpgraph.client.nodedata import write_store
 from ldpgraph.protocols.base import CuratorView, LdpProtocol
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.types import Release
 
+from ..collection import require_reports
 from ..config import ConfigError, RunConfig
 
 log = logging.getLogger("ldpgraph.simulation")
@@ -39,8 +42,10 @@ log = logging.getLogger("ldpgraph.simulation")
 EXIT_ON_INTERRUPT = False
 
 
-def write_node_store(graph: Graph, directory: Path) -> Path:
-    """All nodes' rows in one store (the simulation's shared file; clients read their rows)."""
+def write_node_store(graph: Graph, directory: Path, settings: NodeSettings) -> Path:
+    """All nodes' rows in one store (the simulation's shared file; clients read their rows),
+    with the settings the harness gives every simulated node (budget, consent, seed): the
+    nodes' own configuration, never part of a round message."""
     adj = graph.adjacency()
     return write_store(
         directory,
@@ -50,6 +55,7 @@ def write_node_store(graph: Graph, directory: Path) -> Path:
         first=0,
         num_nodes=graph.num_nodes,
         feature_domain=graph.feature_domain,
+        extra={SIMULATED_SETTINGS: settings.to_mapping()},
     )
 
 
@@ -86,7 +92,7 @@ def release_over_grid(
         expected = -(-n // k)
     store = workdir / "nodes"
     if graph is not None and not (store / "meta.json").is_file():
-        write_node_store(graph, store)
+        write_node_store(graph, store, config.node_settings())
     collector = GridCollector(
         grid,
         n,
@@ -106,12 +112,8 @@ def release_over_grid(
     collector.discover(where)
     timings = {"hello": time.perf_counter() - t0, "collect": 0.0, "reconstruct": 0.0}
     collector.progress = progress
-    base = {
-        **where,
-        "seed": config.seed,
-        "default-budget": config.budget,
-        "default-trust": config.trust_curator,
-    }
+    # Nothing about a node's budget, consent or randomness travels in a round message.
+    base = dict(where)
     msg: dict[str, Any] = protocol.config()
     rounds = []
     for round_ in range(protocol.rounds):
@@ -119,15 +121,23 @@ def release_over_grid(
         length = protocol.num_features(round_, msg, curator.num_features)
         result, stats = collector.collect(protocol, round_, {**base, **msg}, length)
         t2 = time.perf_counter()
+        rounds.append(stats.to_dict())
+        require_reports(protocol.name, round_, stats.replied, stats.asked, stats.refused)
         out = protocol.server_step(round_, result, curator, config.seed)
         timings["collect"] += t2 - t1
         timings["reconstruct"] += time.perf_counter() - t2
-        rounds.append(stats.to_dict())
         if isinstance(out, Release):
             out.stats["collection"] = {
                 "nodes_per_client": k,
                 "supernodes": len(collector.hosts),
                 "rounds": rounds,
+                "node_randomness": (
+                    "node-owned: each SuperNode's own configuration (OS entropy unless its "
+                    "operator pinned a seed)"
+                    if graph is None
+                    else f"{config.node_settings().randomness} (simulation: the harness "
+                    "set every node's settings)"
+                ),
             }
             return out, timings
         msg = {**protocol.config(), **out}
