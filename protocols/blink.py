@@ -1,11 +1,13 @@
 """BLink (Zhu, Tan, Xiao, CCS'23) and its HoGS-paper variants FP-BLink and "BLink + FR".
 
 Client (specs/baselines.md §4.1): node i sends its adjacency row through Warner RR with ε_a
-(diagonal never reported) and its degree plus Lap(0, 1/ε_d) noise (real-valued, unrounded), with
-ε_d = degree_share·ε_g and ε_a = (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is
-the budget of the graph: ε itself when features are public (``blink-*``), (1 − feature_share)·ε
-when they are private (``fp-blink``, ``blink-fr``; then the node also sends its features
-through HoGS's 1-bit mechanism with ε_f = feature_share·ε, ``feature_share`` being HoGS's δ).
+(diagonal never reported) and its degree plus discrete Laplace noise at ε_d (an integer, P[k] ∝
+e^{−ε_d|k|}; deviation: Blink adds real-valued Lap(0, 1/ε_d), which on a float is not ε-DP as
+implemented, see :mod:`ldpgraph.protocols.laplace`), with ε_d = degree_share·ε_g and
+ε_a = (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is the budget of the graph:
+ε itself when features are public (``blink-*``), (1 − feature_share)·ε when they are private
+(``fp-blink``, ``blink-fr``; then the node also sends its features through HoGS's 1-bit
+mechanism with ε_f = feature_share·ε, ``feature_share`` being HoGS's δ).
 
 Server (§4.2–4.5):
   A. clamp every noisy degree d̃_i to [1, n − 2];
@@ -61,11 +63,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part
+from .accounting import ACCOUNTANT, bit_part, unit_summary
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .laplace import Laplace, composed_epsilon, laplace_part
+from .laplace import DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features, noisy_row
 from .rng import DEGREE, node_rng
 from .types import NodeView, PrivacyReport, Release, Report
@@ -539,11 +541,12 @@ class BlinkProtocol(LdpProtocol):
         neighbors = np.asarray(view.neighbors, dtype=np.int64)
         neighbors = neighbors[neighbors != me]
         adj = noisy_row(view, p.eps_adjacency, seed, round_) if self.sends_adjacency else None
-        degree = Laplace(p.eps_degree).perturb(
-            float(np.unique(neighbors).shape[0]), node_rng(seed, me, round_, DEGREE)
+        degree = DiscreteLaplace(p.eps_degree).perturb(
+            int(np.unique(neighbors).shape[0]), node_rng(seed, me, round_, DEGREE)
         )
         feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
-        return Report(me, round_, view.num_nodes, adj, feats, {DEGREE_FIELD: degree})
+        # An integer; the wire's extras are float64, which holds it exactly.
+        return Report(me, round_, view.num_nodes, adj, feats, {DEGREE_FIELD: float(degree)})
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
@@ -598,6 +601,8 @@ def blink_graph(
 ) -> dict[str, Any]:
     """Steps A–D (and the pairs step E needs) from the reports: edges (u < v, sorted),
     aligned weights or None, the pairs with P ≥ 0.5 for the feature reconstruction, stats."""
+    # Integer-valued noisy degrees (discrete Laplace); the β-model works in float64.
+    noisy_degrees = np.asarray(noisy_degrees, dtype=np.float64)
     n = noisy_degrees.shape[0]
     eps_a = p.eps_adjacency if p.degree_share < 1.0 else 0.0
     stats: dict[str, Any] = {
@@ -664,21 +669,23 @@ def blink_privacy_report(
         parts.append(bit_part("adjacency", "one adjacency bit (edge LDP)", eps_a))
         rr_eps.append(eps_a)
     parts.append(
-        laplace_part(
+        discrete_laplace_part(
             "degree", "the degree, changed by 1 by one adjacency bit (edge LDP)", p.eps_degree
         )
     )
     notes = [
-        f"One adjacency bit enters both the RR row (ε_a = {eps_a:g}) and the Laplace degree "
+        f"One adjacency bit enters both the RR row (ε_a = {eps_a:g}) and the discrete-Laplace "
+        "degree "
         f"(ε_d = {p.eps_degree:g}); by sequential composition it is protected at "
         f"ε_a + ε_d = {eps_a + p.eps_degree:g}, as Blink states.",
         "An edge {i, j} enters both endpoints' reports; the two reports together are "
         f"{2 * (eps_a + p.eps_degree):g}-DP for that edge (edge LDP is per row, as in the papers).",
-        "The β-model, the posterior, thresholding and feature reconstruction are "
-        "post-processing and spend no budget.",
-        "As published (Blink_GNN, HoGS), δ and the training grid are tuned on fresh reports "
-        "per run; in a deployment the reports are drawn once and tuning on them is not counted "
-        "in ε.",
+        "The β-model, the posterior, thresholding (variant, min_weight) and feature "
+        "reconstruction (steps) are post-processing: tuning them on one collection spends "
+        "nothing more.",
+        "Tuning δ (degree_share), the feature split or ε is not post-processing: each "
+        "configuration collects fresh reports, so a node spends the sum of the ε of every "
+        "collection a sweep used (Blink_GNN and HoGS tune δ this way and do not count it).",
     ]
     if p.public_features:
         unit = "adjacency bit (edge LDP); features are public and not protected"
@@ -701,13 +708,26 @@ def blink_privacy_report(
                 "FP-BLink's split: ε_d = δ1(1−δ2)ε, ε_a = δ1δ2ε, ε_f = (1−δ1)ε with "
                 f"δ1 = {1 - p.feature_share:g}, δ2 = {1 - p.degree_share:g}."
             )
+    headline, unit_eps = unit_summary(
+        adjacency_label="ε_a + ε_d" if eps_a > 0 else "ε_d",
+        rr_adjacency=eps_a,
+        counts=[p.eps_degree],
+        adjacency_detail="its RR bit and the degree it moves by 1"
+        if eps_a > 0
+        else "the degree it moves by 1",
+        edge_detail="both endpoints report it, each in its row and its degree",
+        feature_bit=None if p.public_features else p.eps_features,
+        num_features=num_features,
+    )
     return PrivacyReport(
         protocol=name,
         unit=unit,
         epsilon=total,
         delta=0.0,
-        accountant=ACCOUNTANT + " + dp_accounting Laplace PLD (sensitivity 1)",
+        accountant=ACCOUNTANT + " + dp_accounting discrete Laplace PLD (sensitivity 1)",
         parts=parts,
         paper_epsilon=p.epsilon,
         notes=notes,
+        headline=headline,
+        unit_epsilons=unit_eps,
     )

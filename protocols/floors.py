@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part
+from .accounting import ACCOUNTANT, bit_part, unit_summary
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
@@ -70,6 +70,14 @@ class NonPrivate(LdpProtocol):
             delta=1.0,
             accountant="none",
             notes=["No privacy: the non-private upper bound."],
+            headline="no privacy: each node's raw adjacency row and feature vector go to a "
+            "trusted curator (ε = ∞ per adjacency bit, per edge and per feature vector)",
+            unit_epsilons={
+                "adjacency_bit": math.inf,
+                "edge": math.inf,
+                "feature_bit": math.inf,
+                "feature_vector": math.inf,
+            },
         )
 
 
@@ -120,6 +128,9 @@ class FeaturesOnly(LdpProtocol):
         part = bit_part(
             "features", "one feature bit (feature LDP)", self.eps_features, num_features
         )
+        headline, unit_eps = unit_summary(
+            adjacency_label=None, feature_bit=self.eps_features, num_features=num_features
+        )
         return PrivacyReport(
             protocol=self.name,
             unit="one feature bit of a node (feature LDP); no edges sent",
@@ -129,4 +140,6 @@ class FeaturesOnly(LdpProtocol):
             parts=[part],
             paper_epsilon=self.eps_features,
             notes=["Feature-only floor: an MLP on the perturbed features, no graph."],
+            headline=headline,
+            unit_epsilons=unit_eps,
         )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event
+from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
@@ -354,9 +354,14 @@ def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = Non
     parts = [bit_part("adjacency", "one adjacency bit (edge LDP)", p.eps_adjacency)]
     notes = [
         f"ε_a = {p.eps_adjacency:g} protects any one bit of a node's adjacency row (edge LDP).",
-        "Reconstruction (posterior, threshold, feature averaging) is post-processing and spends "
-        "no budget; in the paper's accounting tuning the split and τ on validation labels "
-        "spends none either.",
+        "An edge {i, j} is reported by both endpoints; the pair of reports about it is "
+        f"2·ε_a = {2 * p.eps_adjacency:g}-DP for that edge (edge LDP is per row, as in the "
+        "papers).",
+        "Reconstruction (posterior, threshold τ, l feature-averaging steps) is post-processing "
+        "of the reports: tuning τ and l on one collection spends nothing more. Tuning the split "
+        "(feature_share, the paper's δ) or ε is not post-processing: each configuration "
+        "collects fresh reports, so a node spends the sum of the ε of every collection the "
+        "sweep used, not the ε of the configuration it picks (the paper does not count this).",
     ]
     if p.public_features:
         total = pure_epsilon([rr_event(p.eps_adjacency)])
@@ -374,6 +379,12 @@ def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = Non
             + (f" = {num_features * p.eps_features:g}" if num_features else "")
             + ", not at ε_f: do not compare it with the vector-level ε of LPGNN or Solitude."
         )
+    headline, unit_eps = unit_summary(
+        adjacency_label="ε_a",
+        rr_adjacency=p.eps_adjacency,
+        feature_bit=None if p.public_features else p.eps_features,
+        num_features=num_features,
+    )
     return PrivacyReport(
         protocol=name,
         unit=unit,
@@ -383,4 +394,6 @@ def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = Non
         parts=parts,
         paper_epsilon=p.epsilon,
         notes=notes,
+        headline=headline,
+        unit_epsilons=unit_eps,
     )

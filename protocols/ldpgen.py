@@ -5,8 +5,10 @@ specs/baselines.md §6. Two reporting rounds, each followed by a server step:
 Round 0 (phase 1). The initial partition ξ0 puts every node in one of ``k0`` groups uniformly
 at random (Blink_GNN: k0 = 2, a fair coin); it is public and derived from the run seed
 (``stage_rng(seed, "ldpgen-partition0")``), so client and server compute the same one without a
-message. Node u sends its degree vector δ0_u[g] = |N(u) ∩ ξ0⁻¹(g)| plus i.i.d. Lap(1/ε1) noise
-per entry, as the scalar extras ``deg0 … deg{k0−1}``. For ``fp-ldpgen`` it also sends its
+message. Node u sends its degree vector δ0_u[g] = |N(u) ∩ ξ0⁻¹(g)| plus i.i.d. discrete Laplace
+noise at ε1 per entry (integers, P[k] ∝ e^{−ε1|k|}; deviation: LDPGen adds real-valued
+Lap(1/ε1), not ε-DP on floats, see :mod:`ldpgraph.protocols.laplace`), as the scalar extras
+``deg0 … deg{k0−1}`` (integer-valued floats on the wire). For ``fp-ldpgen`` it also sends its
 features through HoGS's 1-bit mechanism with ε_f (Report.features, packed bits).
 Server: η_u = round(δ0_u[0] + … ) clipped to [1, n−1]; k1 = clip(⌈mean_u f(η_u/2)⌉, 1, n) with
 f(D) = D + (D² − 2(1+√5)D + 1)/ε2 (Blink_GNN's rule; the parameter ``k1`` > 0 fixes it
@@ -14,8 +16,9 @@ instead); k-means (k-means++ seeding, Lloyd, ``KMEANS_RESTARTS`` restarts, all f
 ``stage_rng(seed, "ldpgen-kmeans-1")``) of the n × k0 noisy vectors into k1 groups → ξ1.
 Message: ``ldpgen_k`` = k1 (int) and ``ldpgen_groups`` = ξ1 as little-endian int32 bytes.
 
-Round 1 (phase 2). Node u sends δ1_u ∈ ℝ^{k1}, its neighbour count in every ξ1 group plus
-i.i.d. Lap(1/ε2) noise per entry, as float32 Report.features of length k1.
+Round 1 (phase 2). Node u sends δ1_u ∈ ℤ^{k1}, its neighbour count in every ξ1 group plus
+i.i.d. discrete Laplace noise at ε2 per entry, as float32 Report.features of length k1 (exact
+for integers below 2²⁴).
 Server: k-means with k1 clusters of the n × k1 noisy matrix → final partition ξ2 (C_i); then
 the generator (phase 3, post-processing):
   1. δ1 rounded and clipped to integers in [0, n−1];
@@ -39,7 +42,7 @@ Budget (spec §6.1, §6.6): ε_g = ε for ``ldpgen`` and (1 − feature_share)·
 ε1 = phase_share·ε_g, ε2 = (1 − phase_share)·ε_g (default phase_share = ½, Blink_GNN's even
 split); ε_f = feature_share·ε. round_epsilon(0) = ε1 (+ ε_f), round_epsilon(1) = ε2; they sum
 to ε. One changed adjacency bit A_uj moves exactly one entry of a degree vector by 1 (L1
-sensitivity 1), so Lap(1/ε_r) on every entry is ε_r-edge-LDP per round.
+sensitivity 1), so discrete Laplace noise at ε_r on every entry is ε_r-edge-LDP per round.
 
 Nodes that did not reply: their noisy vector is imputed as the mean of the vectors that did
 arrive (for the k-means and the generator); a node without a round-0 feature report has a zero
@@ -55,12 +58,12 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part
+from .accounting import ACCOUNTANT, bit_part, unit_summary
 from .assemble import feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
 from .hogs import reconstruct_features
-from .laplace import Laplace, composed_epsilon, laplace_part
+from .laplace import DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features
 from .rng import DEGREE, node_rng, stage_rng
 from .types import NodeView, PrivacyReport, Release, Report
@@ -102,10 +105,9 @@ def decode_groups(payload: Any, n: int, k: int) -> np.ndarray:
 
 
 def group_degrees(neighbors: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-    """δ[g] = |N(u) ∩ groups⁻¹(g)|: the node's true neighbour count in every group."""
-    return np.bincount(groups[np.asarray(neighbors, dtype=np.int64)], minlength=k).astype(
-        np.float64
-    )
+    """δ[g] = |N(u) ∩ groups⁻¹(g)|: the node's true neighbour count in every group (int64:
+    the discrete Laplace mechanism takes integers)."""
+    return np.bincount(groups[np.asarray(neighbors, dtype=np.int64)], minlength=k).astype(np.int64)
 
 
 def choose_k1(noisy0: np.ndarray, eps2: float, n: int) -> tuple[int, float]:
@@ -448,7 +450,7 @@ class LdpGenProtocol(LdpProtocol):
         rng = node_rng(seed, view.node_id, round_, DEGREE)
         if round_ == 0:
             counts = group_degrees(view.neighbors, self.partition0(seed, n), p.k0)
-            noisy = Laplace(p.eps1).perturb_many(counts, rng)
+            noisy = DiscreteLaplace(p.eps1).perturb_many(counts, rng)
             extras = dict(zip(extra_names(p.k0), (float(v) for v in noisy), strict=True))
             feats = None if p.public_features else noisy_features(view, p.eps_features, seed, 0)
             return Report(view.node_id, 0, n, None, feats, extras)
@@ -457,7 +459,10 @@ class LdpGenProtocol(LdpProtocol):
             if not 1 <= k <= n:
                 raise ValueError(f"{MSG_K} must be in [1, {n}], got {k}")
             groups = decode_groups(server_msg[MSG_GROUPS], n, k)
-            noisy = Laplace(p.eps2).perturb_many(group_degrees(view.neighbors, groups, k), rng)
+            noisy = DiscreteLaplace(p.eps2).perturb_many(
+                group_degrees(view.neighbors, groups, k), rng
+            )
+            # Integers travel as float32 (the report codec's real-valued form), exactly.
             return Report(view.node_id, 1, n, None, noisy.astype(np.float32))
         raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
 
@@ -546,7 +551,7 @@ class LdpGenProtocol(LdpProtocol):
         p = self.params
         unit = "one adjacency bit (edge LDP): moves one entry of the degree vector by 1"
         if round_ == 0:
-            parts = [laplace_part("degree-vector-0", unit, p.eps1)]
+            parts = [discrete_laplace_part("degree-vector-0", unit, p.eps1)]
             parts[0]["entries"] = int(p.k0)
             if not p.public_features:
                 parts.append(
@@ -555,7 +560,7 @@ class LdpGenProtocol(LdpProtocol):
                     )
                 )
         elif round_ == 1:
-            parts = [laplace_part("degree-vector-1", unit, p.eps2)]
+            parts = [discrete_laplace_part("degree-vector-1", unit, p.eps2)]
         else:
             raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
         for part in parts:
@@ -570,8 +575,14 @@ class LdpGenProtocol(LdpProtocol):
         notes = [
             f"ε1 = {p.eps1:g} (round 0) and ε2 = {p.eps2:g} (round 1) protect one adjacency bit: "
             "it changes one entry of each degree vector by 1 (L1 sensitivity 1), and each entry "
-            "gets Lap(1/ε_r) noise; the two rounds compose to ε1 + ε2.",
-            "Clustering, k1 and the graph generator are post-processing of the reports.",
+            "gets discrete Laplace noise at ε_r; the two rounds compose to ε1 + ε2.",
+            "An edge {u, v} is counted in both endpoints' degree vectors (u's entry for v's "
+            f"group and v's for u's), in both rounds: it is 2(ε1 + ε2) = "
+            f"{2 * (p.eps1 + p.eps2):g}-DP for that edge (edge LDP is per row, as in the "
+            "papers).",
+            "Clustering, k1 and the graph generator are post-processing of the reports; tuning "
+            "what nodes report (k0, phase_share, feature_share or ε) collects fresh reports per "
+            "configuration, and a node spends the sum over the collections used.",
         ]
         if p.public_features:
             unit = "adjacency bit (edge LDP); features are public and not protected"
@@ -581,15 +592,25 @@ class LdpGenProtocol(LdpProtocol):
                 f"ε_f = {p.eps_features:g} is per feature BIT (HoGS's definition); a node's whole "
                 "feature vector of d bits is protected only at d·ε_f."
             )
+        headline, unit_eps = unit_summary(
+            adjacency_label="ε1 + ε2",
+            counts=[p.eps1, p.eps2],
+            adjacency_detail="one entry of each round's degree vector",
+            edge_detail="both endpoints' degree vectors count it, in both rounds",
+            feature_bit=None if p.public_features else p.eps_features,
+            num_features=num_features,
+        )
         return PrivacyReport(
             protocol=self.name,
             unit=unit,
             epsilon=total,
             delta=0.0,
-            accountant=ACCOUNTANT + " with the Laplace PLD of protocols.laplace",
+            accountant=ACCOUNTANT + " with the discrete Laplace PLD of protocols.laplace",
             parts=parts,
             paper_epsilon=p.epsilon,
             notes=notes,
+            headline=headline,
+            unit_epsilons=unit_eps,
         )
 
 

@@ -21,13 +21,13 @@ PROTOCOLS: dict[str, str] = {
     "features-only": "feature-only floor: 1-bit features, no edges (train with --model mlp)",
     "rr": "plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
     "rr-edge": "plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
-    "blink-hard": "Blink: RR row + Laplace degree, beta-model posterior, edges P > 0.5",
+    "blink-hard": "Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
     "blink-soft": "Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
     "blink-hybrid": "Blink hybrid: the floor(sum P) largest posteriors, weighted",
     "fp-blink": "FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
     "blink-fr": "ablation BLink + FR: Blink topology + HoGS feature reconstruction",
-    "ldpgen": "LDPGen (Blink_GNN's version): 2 rounds of Laplace degree vectors, k-means, "
-    "block generator; features public",
+    "ldpgen": "LDPGen (Blink_GNN's version): 2 rounds of discrete-Laplace degree vectors, "
+    "k-means, block generator; features public",
     "fp-ldpgen": "FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
     "reconstruction",
     "hogs-kprop": "ablation TR + KProp: HoGS topology + KProp (kprop_k steps) of the 1-bit "

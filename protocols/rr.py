@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event
+from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
@@ -168,6 +168,12 @@ class RRProtocol(LdpProtocol):
                 + (f" = {num_features * p.eps_features:g}" if num_features else "")
                 + "."
             )
+        headline, unit_eps = unit_summary(
+            adjacency_label="ε_a",
+            rr_adjacency=p.eps_adjacency,
+            feature_bit=None if p.public_features else p.eps_features,
+            num_features=num_features,
+        )
         return PrivacyReport(
             protocol=self.name,
             unit=unit,
@@ -177,4 +183,6 @@ class RRProtocol(LdpProtocol):
             parts=parts,
             paper_epsilon=p.epsilon,
             notes=notes,
+            headline=headline,
+            unit_epsilons=unit_eps,
         )

@@ -50,6 +50,12 @@ class PrivacyReport:
     parts; ``parts`` lists each mechanism's own unit, ε and δ. ``notes`` explain what the
     figures mean (e.g. per-bit feature LDP is not vector-level LDP) and where a paper's own
     accounting differs from ours.
+
+    A bare ε hides its unit, and per-bit figures read far smaller than what an edge or a
+    feature vector costs, so ``headline`` is the one-line human statement with every unit
+    spelled out, and ``unit_epsilons`` holds the accountant's ε per unit: ``adjacency_bit``
+    (one bit of one node's report), ``edge`` (both endpoints report the same edge),
+    ``feature_bit`` and ``feature_vector`` (d·ε_f, when features are perturbed and d is known).
     """
 
     protocol: str
@@ -60,6 +66,8 @@ class PrivacyReport:
     parts: list[dict[str, Any]] = field(default_factory=list)
     paper_epsilon: float | None = None
     notes: list[str] = field(default_factory=list)
+    headline: str = ""
+    unit_epsilons: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

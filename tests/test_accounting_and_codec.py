@@ -9,6 +9,7 @@ import pytest
 
 from ldpgraph.protocols.accounting import PLD_DISCRETIZATION, pure_epsilon, rr_event
 from ldpgraph.protocols.hogs import HogsParams, HogsProtocol
+from ldpgraph.protocols.registry import PROTOCOLS, make_protocol
 from ldpgraph.protocols.reports import ReportError, decode_report, encode_report
 from ldpgraph.protocols.types import Report
 
@@ -38,6 +39,58 @@ def test_hogs_privacy_report():
     assert any("2866" in note for note in rep.notes)  # d·ε_f for the whole vector
     edge = HogsProtocol(HogsParams(5.0, public_features=True)).privacy_report()
     assert edge.epsilon == pytest.approx(5.0, abs=1e-3) and len(edge.parts) == 1
+    # τ and l are post-processing; tuning the split or ε collects fresh reports, which count.
+    tuning = [note for note in rep.notes if "post-processing" in note]
+    assert tuning and "spends none" not in " ".join(rep.notes)
+    assert "fresh reports" in tuning[0] and "sum" in tuning[0]
+
+
+D = 1433
+
+
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_every_protocol_states_its_units(name):
+    """The headline names its units and unit_epsilons holds the accountant's figures: an edge
+    is reported by both endpoints (2× one adjacency bit, RR bit and any count it moves), a
+    feature vector costs d·ε_f."""
+    rep = make_protocol(name, epsilon=4.0).privacy_report(num_features=D)
+    eps, text = rep.unit_epsilons, rep.headline
+    assert text and rep.to_dict()["headline"] == text
+    assert rep.to_dict()["unit_epsilons"] == eps and rep.to_dict()["epsilon"] == rep.epsilon
+    if name == "none":
+        assert "no privacy" in text
+        assert all(math.isinf(v) for v in eps.values()) and {"edge", "feature_vector"} <= set(eps)
+        return
+    adjacency = [
+        p for p in rep.parts if p["part"] == "adjacency" or p["mechanism"] == "discrete-laplace"
+    ]
+    features = [p for p in rep.parts if p["part"] == "features"]
+    if adjacency:
+        per_bit = sum(p["epsilon_closed_form"] for p in adjacency)
+        slack = 2 * len(adjacency) * PLD_DISCRETIZATION + 1e-9
+        assert per_bit - 1e-9 <= eps["adjacency_bit"] <= per_bit + slack / 2
+        assert 2 * per_bit - 1e-9 <= eps["edge"] <= 2 * per_bit + slack
+        assert "per adjacency bit" in text and "one edge" in text and "both endpoints" in text
+    else:
+        assert eps["edge"] == 0.0 and "no adjacency" in text
+    if features:
+        eps_f = features[0]["epsilon_closed_form"]
+        assert eps["feature_bit"] == pytest.approx(features[0]["epsilon"], abs=1e-12)
+        assert D * eps_f - 1e-9 <= eps["feature_vector"] <= D * (eps_f + PLD_DISCRETIZATION)
+        assert "per feature bit" in text and f"feature vector of d = {D} bits" in text
+    else:
+        assert "feature_vector" not in eps and "features are public" in text
+    without_d = make_protocol(name, epsilon=4.0).privacy_report()
+    assert "feature_vector" not in without_d.unit_epsilons
+
+
+def test_feature_vector_is_the_composition_of_its_bits():
+    """d·(per-bit ε) equals the PLD accountant's composition of the d bits where the latter
+    is usable (small d: at d ≳ 100 its δ = 0 figure breaks down numerically)."""
+    for d, share in ((20, 0.5), (64, 0.3)):
+        rep = make_protocol("features-only", epsilon=4.0, feature_share=share).privacy_report(d)
+        composed = pure_epsilon([rr_event(4.0 * share)] * d)
+        assert rep.unit_epsilons["feature_vector"] == pytest.approx(composed, abs=1e-9)
 
 
 def roundtrip(report: Report, **kw) -> Report:

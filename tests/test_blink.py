@@ -1,4 +1,4 @@
-"""Blink, FP-BLink and BLink + FR: the Laplace degree and the client's budget split
+"""Blink, FP-BLink and BLink + FR: the discrete-Laplace degree and the client's budget split
 (statistically), the sparse server against the literal dense one, and the privacy reports."""
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from ldpgraph.protocols.blink import (
 from ldpgraph.protocols.graph import Graph, canonical_edges
 from ldpgraph.protocols.laplace import (
     PLD_DISCRETIZATION,
-    Laplace,
     composed_epsilon,
-    laplace_pld,
+    discrete_laplace_pld,
 )
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import make_protocol, protocol_from_config
@@ -44,54 +43,24 @@ from .reference_blink import (
 )
 
 Z999 = 3.2905  # two-sided 99.9% normal quantile
-KS999 = 1.9495  # asymptotic 99.9% Kolmogorov–Smirnov critical value (times 1/sqrt(N))
 
 
-def laplace_cdf(x: np.ndarray, scale: float) -> np.ndarray:
-    return np.where(x < 0, 0.5 * np.exp(x / scale), 1.0 - 0.5 * np.exp(-x / scale))
-
-
-def ks_statistic(sample: np.ndarray, scale: float) -> float:
-    s = np.sort(sample)
-    n = s.shape[0]
-    cdf = laplace_cdf(s, scale)
-    return float(max((np.arange(1, n + 1) / n - cdf).max(), (cdf - np.arange(n) / n).max()))
-
-
-def mean_var_inside(noise: np.ndarray, scale: float) -> bool:
-    """Mean 0 and variance 2b² within 99.9% intervals (Laplace: Var(s²) ≈ 20b⁴/N)."""
+def pmf_inside(noise: np.ndarray, eps: float) -> bool:
+    """Integer noise whose empirical P[K = k], k = −3..3, lies within 99.9% binomial intervals
+    of the discrete Laplace pmf (1 − a)/(1 + a)·a^|k|, a = e^{−ε}."""
+    if not np.array_equal(noise, np.round(noise)):
+        return False
+    a = math.exp(-eps)
     n = noise.shape[0]
-    var = 2 * scale**2
-    mean_ok = abs(noise.mean()) <= Z999 * math.sqrt(var / n)
-    var_ok = abs(noise.var() - var) <= Z999 * math.sqrt(20 * scale**4 / n)
-    return bool(mean_ok and var_ok)
+    for k in range(-3, 4):
+        p = (1 - a) / (1 + a) * a ** abs(k)
+        if abs((noise == k).sum() / n - p) > Z999 * math.sqrt(p * (1 - p) / n):
+            return False
+    return True
 
 
 def inside(successes: int, trials: int, p: float) -> bool:
     return abs(successes / trials - p) <= Z999 * math.sqrt(p * (1 - p) / trials)
-
-
-# ------------------------------------------------------------------ the Laplace mechanism
-
-
-@pytest.mark.parametrize("eps", [0.25, 1.0, 4.0])
-def test_laplace_mechanism_distribution(eps):
-    mech = Laplace(eps)
-    assert mech.scale == pytest.approx(1 / eps)
-    noise = mech.perturb_many(np.full(1_000_000, 7.0), np.random.default_rng(int(eps * 100))) - 7
-    assert mean_var_inside(noise, 1 / eps)
-    assert ks_statistic(noise, 1 / eps) < KS999 / 1000
-    wrong = 1.05 / eps  # a 5% wrong scale is rejected by both checks
-    assert not mean_var_inside(noise, wrong)
-    assert ks_statistic(noise, wrong) > KS999 / 1000
-
-
-def test_laplace_rejects_bad_parameters():
-    for bad in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="epsilon"):
-            Laplace(bad)
-    with pytest.raises(ValueError, match="sensitivity"):
-        Laplace(1.0, sensitivity=0.0)
 
 
 # ------------------------------------------------------------------ the client step
@@ -106,8 +75,9 @@ def star_views(n: int, d: int, deg: int) -> tuple[NodeView, np.ndarray]:
 
 def test_blink_client_step_budget_split_end_to_end():
     """ε = 4, FP-BLink δ1 = 0.75, δ2 = 0.5: ε_f = 1, ε_a = 1.5, ε_d = 1.5. Over 20 000 fresh
-    reports: degree noise ~ Lap(1/ε_d), adjacency zeros flip with p(ε_a), ones kept with
-    1 − p(ε_a), feature bits follow the 1-bit mechanism at ε_f; the wrong budgets fail."""
+    reports: the degree noise is discrete Laplace at ε_d, adjacency zeros flip with p(ε_a),
+    ones are kept with 1 − p(ε_a), feature bits follow the 1-bit mechanism at ε_f; the wrong
+    budgets fail."""
     proto = make_protocol("fp-blink", epsilon=4.0, share1=0.75, share2=0.5)
     p = proto.params
     assert (p.eps_features, p.eps_adjacency, p.eps_degree) == (1.0, 1.5, 1.5)
@@ -124,9 +94,10 @@ def test_blink_client_step_budget_split_end_to_end():
         one_keeps += ones
         zero_flips += row.shape[0] - ones
         feat_ones += rep.features
-    assert mean_var_inside(noise, 1 / 1.5)
-    assert not mean_var_inside(noise, 1 / 4.0)  # the whole ε on the degree
-    assert not mean_var_inside(noise, 1 / 2.0)  # (1 − δ2)·ε: forgetting δ1
+    assert pmf_inside(noise, 1.5)
+    assert not pmf_inside(noise, 4.0)  # the whole ε on the degree
+    assert not pmf_inside(noise, 2.0)  # (1 − δ2)·ε: forgetting δ1
+    assert not pmf_inside(noise + 0.25, 1.5)  # a real-valued degree is rejected
     pa = flip_probability(1.5)
     zeros_total = (n - 1 - deg) * reps
     assert inside(zero_flips, zeros_total, pa)
@@ -146,7 +117,9 @@ def test_blink_edge_client_step_and_wire_form():
     assert rep.features is None and rep.adjacency is not None
     assert proto.schema(0).extras == (DEGREE_FIELD,)
     again = decode_report(encode_report(rep), num_nodes=50, round_=0, extras=proto.schema(0).extras)
-    assert again.extras[DEGREE_FIELD] == rep.extras[DEGREE_FIELD]  # float64 survives the wire
+    degree = rep.extras[DEGREE_FIELD]
+    assert degree == int(degree)  # an integer (discrete Laplace), carried as a float64
+    assert again.extras[DEGREE_FIELD] == degree
     np.testing.assert_array_equal(again.adjacency, rep.adjacency)
     assert proto.round_epsilon(0) == pytest.approx(2.0)
     # Same seed, same report; the degree stream is independent of the adjacency stream.
@@ -463,18 +436,17 @@ def test_public_features_are_required():
         proto.server_step(0, collect(proto, g, 0), CuratorView(20, 4), 0)
 
 
-def test_laplace_accounting_matches_closed_form():
+def test_degree_accounting_matches_closed_form():
     assert PLD_DISCRETIZATION == accounting.PLD_DISCRETIZATION
     from dp_accounting import NeighboringRelation, dp_event, pld
 
     for eps in (0.05, 0.5, 1.0, 4.5):
-        own = laplace_pld(eps).get_epsilon_for_delta(0.0)
-        assert eps <= own <= eps + PLD_DISCRETIZATION + 1e-12
-        # dp-accounting's own LaplaceDpEvent (ADD_OR_REMOVE_ONE, sensitivity 1) gives the same
-        # ε once δ leaves room for its ~1e-16 numerical residue at infinite loss.
+        own = discrete_laplace_pld(eps).get_epsilon_for_delta(0.0)
+        assert eps - 1e-12 <= own <= eps + PLD_DISCRETIZATION + 1e-12
+        # dp-accounting's own DiscreteLaplaceDpEvent (ADD_OR_REMOVE_ONE, sensitivity 1).
         acc = pld.PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
-        acc.compose(dp_event.LaplaceDpEvent(noise_multiplier=1 / eps))
-        assert acc.get_epsilon(1e-12) == pytest.approx(eps, abs=1e-6)
+        acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=eps, sensitivity=1))
+        assert acc.get_epsilon(0.0) == pytest.approx(eps, abs=1e-6)
         # RR through our PLD equals the accounting module's figure.
         assert composed_epsilon([eps], []) == pytest.approx(
             accounting.pure_epsilon([accounting.rr_event(eps)]), abs=1e-12
@@ -506,8 +478,12 @@ def test_privacy_reports(name, params, parts):
     for key, closed in parts.items():
         assert got[key]["epsilon_closed_form"] == pytest.approx(closed, abs=1e-12)
         assert closed - 1e-9 <= got[key]["epsilon"] <= closed + PLD_DISCRETIZATION + 1e-9
-    assert got["degree"]["mechanism"] == "laplace"
-    assert got["degree"]["noise_scale"] == pytest.approx(1 / parts["degree"])
+    assert got["degree"]["mechanism"] == "discrete-laplace"
+    assert got["degree"]["noise_decay"] == pytest.approx(math.exp(-parts["degree"]))
+    # One edge: both endpoints' RR bits and degrees, 2(ε_a + ε_d) by the accountant.
+    per_bit = parts["adjacency"] + parts["degree"]
+    assert rep.unit_epsilons["adjacency_bit"] == pytest.approx(per_bit, abs=3e-4)
+    assert rep.unit_epsilons["edge"] == pytest.approx(2 * per_bit, abs=5e-4)
     # Total: one adjacency bit (RR + degree) plus, with private features, one feature bit.
     assert 5.0 - 1e-9 <= rep.epsilon <= 5.0 + len(parts) * PLD_DISCRETIZATION + 1e-9
     assert rep.delta == 0.0 and rep.paper_epsilon == 5.0

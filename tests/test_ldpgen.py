@@ -47,13 +47,18 @@ from .reference_ldpgen import (
 Z999 = 3.2905  # two-sided 99.9% normal quantile
 
 
-def mean_var_inside(noise: np.ndarray, scale: float) -> bool:
-    """Mean 0 and variance 2b² within 99.9% intervals (Laplace: Var(s²) ≈ 20b⁴/N)."""
+def pmf_inside(noise: np.ndarray, eps: float) -> bool:
+    """Integer noise whose empirical P[K = k], k = −3..3, lies within 99.9% binomial intervals
+    of the discrete Laplace pmf (1 − a)/(1 + a)·a^|k|, a = e^{−ε}."""
+    if not np.array_equal(noise, np.round(noise)):
+        return False
+    a = math.exp(-eps)
     n = noise.shape[0]
-    var = 2 * scale**2
-    mean_ok = abs(noise.mean()) <= Z999 * math.sqrt(var / n)
-    var_ok = abs(noise.var() - var) <= Z999 * math.sqrt(20 * scale**4 / n)
-    return bool(mean_ok and var_ok)
+    for k in range(-3, 4):
+        p = (1 - a) / (1 + a) * a ** abs(k)
+        if abs((noise == k).sum() / n - p) > Z999 * math.sqrt(p * (1 - p) / n):
+            return False
+    return True
 
 
 def make(name: str, **kw) -> LdpGenProtocol:
@@ -94,7 +99,8 @@ def test_round_epsilons_sum_to_epsilon(name, kw, r0, r1):
 
 def test_client_degree_vector_noise_both_rounds():
     """ε = 3, fp-ldpgen, feature_share 1/3: ε1 = ε2 = 1, ε_f = 1. k0 = k1 = 10 so 10⁴ reports
-    give 10⁵ noise draws per round; the residuals are Lap(1/ε_r), a 5% wrong scale fails."""
+    give 10⁵ noise draws per round; the residuals are discrete Laplace at ε_r (integers), a
+    5% wrong ε fails."""
     n, k, reps = 120, 10, 10_000
     proto = make("fp-ldpgen", epsilon=3.0, feature_share=1 / 3, k0=k)
     p = proto.params
@@ -105,7 +111,7 @@ def test_client_degree_vector_noise_both_rounds():
     true0 = group_degrees(view.neighbors, g0, k)
     groups1 = np.arange(n) % k
     true1 = group_degrees(view.neighbors, groups1, k)
-    assert true1.tolist() == [6.0] * k
+    assert true1.dtype == np.int64 and true1.tolist() == [6] * k
     msg = {MSG_K: k, MSG_GROUPS: encode_groups(groups1)}
     noise0 = np.empty((reps, k))
     noise1 = np.empty((reps, k))
@@ -121,9 +127,9 @@ def test_client_degree_vector_noise_both_rounds():
         noise1[seed] = r1.features.astype(np.float64) - true1
     for noise, eps in ((noise0, p.eps1), (noise1, p.eps2)):
         flat = noise.ravel()
-        assert mean_var_inside(flat, 1 / eps)
-        assert not mean_var_inside(flat, 1.05 / eps)
-        assert not mean_var_inside(flat, 0.95 / eps)
+        assert pmf_inside(flat, eps)
+        assert not pmf_inside(flat, eps / 1.05)
+        assert not pmf_inside(flat, eps / 0.95)
         # Entries are independent: the correlation of two entries is within 99.9% of 0.
         corr = np.corrcoef(noise[:, 0], noise[:, 1])[0, 1]
         assert abs(corr) <= Z999 / math.sqrt(reps)
@@ -419,20 +425,23 @@ def test_privacy_report_per_round(name, kw):
         for part in parts:
             c = part["epsilon_closed_form"]
             assert c - 1e-9 <= part["epsilon"] <= c + PLD_DISCRETIZATION + 1e-9
-            if part["mechanism"] == "laplace":
-                assert part["noise_scale"] == pytest.approx(1 / c)
-                assert part["sensitivity"] == 1.0
-                # dp-accounting's own LaplaceDpEvent (sensitivity 1, one entry of the vector
-                # moves by 1) gives the same ε.
+            if part["part"].startswith("degree-vector"):
+                assert part["mechanism"] == "discrete-laplace"
+                assert part["noise_decay"] == pytest.approx(math.exp(-c))
+                assert part["sensitivity"] == 1
+                # dp-accounting's own DiscreteLaplaceDpEvent (sensitivity 1, one entry of the
+                # vector moves by 1) gives the same ε.
                 acc = pld.PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
-                acc.compose(dp_event.LaplaceDpEvent(noise_multiplier=1 / c))
-                assert acc.get_epsilon(1e-12) == pytest.approx(c, abs=1e-6)
-    # Both Laplace rounds together, by dp-accounting, equal ε1 + ε2.
+                acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=c, sensitivity=1))
+                assert acc.get_epsilon(0.0) == pytest.approx(c, abs=1e-6)
+    # Both discrete-Laplace rounds together, by dp-accounting, equal ε1 + ε2.
     p = proto.params
     acc = pld.PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
-    acc.compose(dp_event.LaplaceDpEvent(noise_multiplier=1 / p.eps1))
-    acc.compose(dp_event.LaplaceDpEvent(noise_multiplier=1 / p.eps2))
-    assert acc.get_epsilon(1e-12) == pytest.approx(p.eps1 + p.eps2, abs=1e-3)
+    acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=p.eps1, sensitivity=1))
+    acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=p.eps2, sensitivity=1))
+    assert acc.get_epsilon(0.0) == pytest.approx(p.eps1 + p.eps2, abs=1e-3)
+    # One edge is counted in both endpoints' vectors in both rounds: 2(ε1 + ε2).
+    assert rep.unit_epsilons["edge"] == pytest.approx(2 * (p.eps1 + p.eps2), abs=5e-4)
     n_parts = len(rep.parts)
     assert 5.0 - 1e-9 <= rep.epsilon <= 5.0 + n_parts * PLD_DISCRETIZATION + 1e-9
     assert rep.delta == 0.0 and rep.paper_epsilon == 5.0
