@@ -147,6 +147,17 @@ def search_runs(exp: Experiment, grid: Grid, cell: Cell, check: bool = True) -> 
     return out
 
 
+def node_spending(cfgs: list[dict[str, Any]]) -> tuple[int, float]:
+    """How many distinct report collections ``cfgs`` use, and the ε one node spends over all
+    of them: every collection (privacy parameters × seed) asks every node for fresh reports,
+    so tuning ε or the split is not free, and the costs add up (basic composition). Only
+    server-side post-processing (τ, l, training) reuses a collection."""
+    costs: dict[str, float] = {}
+    for cfg in cfgs:
+        costs.setdefault(_collect_key(cfg), float(cfg["epsilon"]))
+    return len(costs), math.fsum(costs.values())
+
+
 def final_runs(exp: Experiment, grid: Grid, cell: Cell, point: dict[str, Any]) -> list[dict]:
     _, n = exp.runs(grid)
     base = {**exp.base_config(cell), **point}
@@ -507,6 +518,10 @@ def run_sweep(
             )
             # The same rule as best_point: the cell's configuration with the winning point.
             by_loss = {**exp.base_config(cell), **(point or {})}.get("selection") == "val_loss"
+            used = [c for cfgs in search_runs(exp, grid, cell, check=False) for c in cfgs]
+            if point is not None:
+                used += final_runs(exp, grid, cell, point)
+            collections, spent = node_spending(used)
             summary.append(
                 {
                     "cell": cell.label,
@@ -514,6 +529,8 @@ def run_sweep(
                     "search_val": val,
                     "score": "val_loss" if by_loss else "val_acc",
                     "note": note,
+                    "collections": collections,
+                    "node_epsilon_spent": spent,
                 }
             )
             if point is None:
@@ -617,7 +634,18 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
             if r.get("score") == "val_loss"
             else f"val {100 * r['search_val']:.1f}"
         )
-        lines.append(f"{r['cell']:<{width}}  {score}  test {test}  [{best}]")
+        spent = ""
+        if r.get("collections"):
+            spent = (
+                f"  ε spent per node: {r['node_epsilon_spent']:g} over {r['collections']} "
+                "collections"
+            )
+        lines.append(f"{r['cell']:<{width}}  {score}  test {test}  [{best}]{spent}")
+    if any(r.get("collections", 0) > 1 for r in summary):
+        lines.append(
+            "(each run's ε is what one collection costs a node; selecting among collections "
+            "costs their sum)"
+        )
     return "\n".join(lines)
 
 

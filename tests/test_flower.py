@@ -12,6 +12,7 @@ from ldpgraph.client.faults import make_faulty_app
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.backends import flower
+from ldpgraph.simulation.backends.engine import run_in_simulation_engine
 from ldpgraph.simulation.backends.local import run_protocol as run_local
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.datasets import load_dataset
@@ -91,7 +92,6 @@ def test_faulty_supernodes_are_dropped_and_counted():
 
 def test_nodes_refuse_over_budget_rounds_and_raw_upload():
     from flwr.serverapp import ServerApp
-    from flwr.simulation import run_simulation
 
     from ldpgraph.client.app import app as client_app
     from ldpgraph.server.driver import GridCollector
@@ -129,12 +129,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             flower._environment({"FLWR_HOME": str(rundir / "flwr")}),
             flower.ray_session(cfg, rundir, threading.Event()),
         ):
-            run_simulation(
-                server_app=server,
-                client_app=client_app,
-                num_supernodes=4,
-                backend_config=flower.backend_config(cfg),
-            )
+            run_in_simulation_engine(server, client_app, 4, flower.backend_config(cfg))
     assert out["first"].replied == 12 and out["first"].refused == 0
     # 2 + 2 > 3: every node refuses the second round, with an error reply, not a crash.
     assert out["second"].refused == 12 and out["second"].replied == 0
@@ -226,3 +221,17 @@ def test_baselines_through_flower_equal_local(protocol):
     assert fl.fingerprint() == local.fingerprint()
     for stats in fl.stats["collection"]["rounds"]:
         assert stats["replied"] == 40, stats
+
+
+def test_only_the_engine_module_calls_the_deprecated_entry():
+    """A Flower upgrade that removes ``run_simulation`` is one change: backends/engine.py."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    callers = sorted(
+        str(p.relative_to(root))
+        for folder in ("client", "server", "simulation", "protocols", "tests", "benchmarks")
+        for p in (root / folder).rglob("*.py")
+        if "run_simulation(" in p.read_text() and p.name != "test_flower.py"
+    )
+    assert callers == ["simulation/backends/engine.py"]

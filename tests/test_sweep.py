@@ -405,3 +405,24 @@ def test_sweep_runs_equal_single_runs_with_blinkgnn_split_and_val_loss(tmp_path:
         single = run(RunConfig.from_mapping(r["config"]))
         assert r["test_acc"] == pytest.approx(single["accuracy"]["test"])
         assert r["val_acc"] == pytest.approx(single["accuracy"]["val"])
+
+
+def test_node_spending_counts_collections_not_post_processing():
+    """Tuning τ, l or training reuses a collection (free); tuning the split or the seed asks
+    every node again, and a node's ε adds up over those collections."""
+    from ldpgraph.simulation.config import RunConfig
+    from ldpgraph.simulation.sweep import node_spending
+
+    cfgs = [
+        RunConfig(epsilon=4.0, feature_share=share, seed=seed, tau=tau, lr=lr).to_dict()
+        for share in (0.1, 0.5)
+        for seed in (0, 1)
+        for tau in (0.3, 0.6)
+        for lr in (0.01, 0.001)
+    ]
+    assert node_spending(cfgs) == (4, 16.0)
+    assert node_spending(cfgs[:4]) == (1, 4.0)  # one split, one seed: τ and lr are free
+    assert node_spending([RunConfig(epsilon=2.0).to_dict(), RunConfig(epsilon=3.0).to_dict()]) == (
+        2,
+        5.0,
+    )

@@ -33,6 +33,7 @@ from ldpgraph.protocols.types import Release
 
 from ..collection import require_reports
 from ..config import ConfigError, RunConfig
+from .engine import run_in_simulation_engine
 
 log = logging.getLogger("ldpgraph.simulation")
 
@@ -274,7 +275,6 @@ def run_protocol(
     with _environment(env):
         from flwr.app import Context
         from flwr.serverapp import Grid, ServerApp
-        from flwr.simulation import run_simulation
 
     if client_app is None:
         from ldpgraph.client.app import app as client_app
@@ -304,12 +304,7 @@ def run_protocol(
             contextlib.redirect_stdout(sys.stderr),
             ray_session(config, rundir, abort),
         ):
-            run_simulation(
-                server_app=server_app,
-                client_app=client_app,
-                num_supernodes=-(-n // k),
-                backend_config=backend_config(config),
-            )
+            run_in_simulation_engine(server_app, client_app, -(-n // k), backend_config(config))
         t_end = time.perf_counter()
     if "error" in holder:
         raise holder["error"]

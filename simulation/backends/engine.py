@@ -1,0 +1,43 @@
+"""The one place that starts Flower's in-process Simulation Runtime.
+
+Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run`` (which
+`deploy/flwr-local-run.sh` and ``flwr run .`` already use). For ``ldpgraph run --backend
+flower`` the in-process entry is what we need: the ServerApp is built around objects already in
+memory (the loaded graph, the protocol, a progress bar), which a ``flwr run`` app would have to
+reload from disk in another process. So every in-process simulation goes through
+:func:`run_in_simulation_engine`; when Flower removes the call, this module is the one change
+(a test holds every other module to it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+
+class _DropDeprecationNotice(logging.Filter):
+    """Flower logs its deprecation notice on every call; we know, and say so above."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`run_simulation` function is deprecated" not in record.getMessage()
+
+
+def run_in_simulation_engine(
+    server_app: Any, client_app: Any, num_supernodes: int, backend_config: dict[str, Any]
+) -> None:
+    """Run ``server_app`` against ``num_supernodes`` virtual SuperNodes of ``client_app`` on
+    Flower's Ray backend (Ray must already be initialised by the caller)."""
+    from flwr.simulation import run_simulation
+
+    flwr_log = logging.getLogger("flwr")
+    notice = _DropDeprecationNotice()
+    flwr_log.addFilter(notice)
+    try:
+        run_simulation(
+            server_app=server_app,
+            client_app=client_app,
+            num_supernodes=num_supernodes,
+            backend_config=backend_config,
+        )
+    finally:
+        flwr_log.removeFilter(notice)
