@@ -17,14 +17,24 @@ the training loop does not care which one it runs. ``edge_index`` may be a PyG `
 class attribute ``sparse_adjacency`` is True run faster on the latter. Only GCN uses edge
 weights (``uses_edge_weight``). Everything works with plain PyTorch scatter/sparse kernels, so
 neither torch-scatter, torch-sparse nor pyg-lib is needed.
+
+PyG renders an optimised ``propagate`` (and, for GAT, ``edge_updater``) module from a jinja
+template for every message-passing class, the first time a process builds one, writes it to the
+temp dir as ``<module>_<Class>_propagate_<random>.py`` and imports it from there, never removing
+it. :func:`discard_generated_files` removes it once imported (its source stays in
+``linecache``, so tracebacks and ``inspect.getsource`` still show it).
 """
 
 from __future__ import annotations
 
+import linecache
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv
+from torch_geometric.nn import GATConv, GCNConv, MessagePassing
 
 #: Names accepted by :func:`build_model`, in the order reports list them.
 MODELS: tuple[str, ...] = ("gcn", "sage", "gat", "mlp")
@@ -62,6 +72,34 @@ def _subtract_projected_mean(module: nn.Module, mean: Tensor) -> None:
     module._input_mean_hook = module.register_forward_hook(hook)
 
 
+def discard_generated_files(model: nn.Module) -> None:
+    """Remove the files PyG generated for ``model``'s message-passing classes (see the module
+    docstring). The imported modules do not need them: their code is compiled and their source
+    is kept in ``linecache`` (with no mtime, so ``linecache.checkcache`` keeps it), which is
+    where tracebacks, ``inspect.getsource`` and TorchScript read it. Another process builds
+    (and removes) its own."""
+    for module in model.modules():
+        if not isinstance(module, MessagePassing):
+            continue
+        prefix = f"{type(module).__module__}_{type(module).__name__}"
+        for name in (f"{prefix}_propagate", f"{prefix}_edge_updater"):
+            path = getattr(sys.modules.get(name), "__file__", None)
+            # Only PyG's own temp file: <name>_<random>.py (module_from_template).
+            if not path or not os.path.basename(path).startswith(f"{name}_"):
+                continue
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    source = fh.read()
+            except OSError:
+                continue  # already removed (by an earlier model of this class)
+            lines = source.splitlines(keepends=True)
+            linecache.cache[path] = (len(source), None, lines, path)
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
 def symmetric_spmm(adj: Tensor, h: Tensor) -> Tensor:
     """``adj @ h`` for a symmetric sparse CSR ``adj`` (see :class:`_SymmetricSpmm`)."""
     return _SymmetricSpmm.apply(adj, h)
@@ -97,6 +135,7 @@ class GCN(nn.Module):
         self.conv1 = SymmetricGCNConv(in_dim, hidden, cached=True)
         self.conv2 = SymmetricGCNConv(hidden, num_classes, cached=True)
         self.dropout = dropout
+        discard_generated_files(self)
 
     def center_inputs(self, mean: Tensor) -> None:
         """Compute on ``x - mean`` from now on (see the module docstring)."""
@@ -180,6 +219,7 @@ class GAT(nn.Module):
         self.conv1 = GATConv(in_dim, hidden, heads=heads, concat=True)
         self.conv2 = GATConv(hidden * heads, num_classes, heads=1, concat=False)
         self.dropout = dropout
+        discard_generated_files(self)
 
     def center_inputs(self, mean: Tensor) -> None:
         """Compute on ``x - mean`` from now on (see the module docstring)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import tempfile
@@ -14,10 +15,35 @@ MIRROR = Path(
 )
 
 
+#: torch's per-user compile cache (created by importing torch_geometric, reused by every run).
+TMP_KEPT = ("torchinductor_*",)
+#: Names this project's stack gives its temp files (see :func:`tmp_leftovers`).
+TMP_OURS = ("ldpg*", "ray*", "flwr*", "torch_geometric*", "*_propagate_*", "*_edge_updater_*")
+
+
+def tmp_leftovers(before: set[str], exclude: set[str]) -> list[str]:
+    """New entries of /tmp since ``before`` that no live process uses. /tmp is shared with
+    other programs: unless LDPGRAPH_TMP_CHECK=strict (as .ci/run sets), only names of this
+    project's stack count; another test session's private dir never does."""
+    from ldpgraph.simulation.processes import pids_under
+
+    strict = os.environ.get("LDPGRAPH_TMP_CHECK") == "strict"
+    return [
+        name
+        for name in sorted(set(os.listdir("/tmp")) - before - exclude)
+        if not any(fnmatch.fnmatch(name, g) for g in (*TMP_KEPT, "ldpg-t-*"))
+        and (strict or any(fnmatch.fnmatch(name, g) for g in TMP_OURS))
+        and not pids_under(f"/tmp/{name}")
+    ]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
-    # A short private TMPDIR (Ray's socket paths must stay short), removed at the end: PyG
-    # writes a generated module into the temp dir for every process that builds a conv layer.
+    # A short private TMPDIR (Ray's socket paths must stay short), removed at the end. The
+    # suite must leave no temp files: neither in it (what the code writes through tempfile) nor
+    # in /tmp itself; pytest's own basetemp is the exception.
+    before = set(os.listdir("/tmp"))
+    base = tmp_path_factory.getbasetemp().resolve()
     tmp = tempfile.mkdtemp(prefix="ldpg-t-", dir="/tmp")
     saved = tempfile.tempdir
     with pytest.MonkeyPatch.context() as mp:
@@ -32,7 +58,29 @@ def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
             yield
         finally:
             tempfile.tempdir = saved
+            left = [
+                f"$TMPDIR/{n}"
+                for n in sorted(os.listdir(tmp))
+                if not any(fnmatch.fnmatch(n, g) for g in TMP_KEPT)
+            ]
             shutil.rmtree(tmp, ignore_errors=True)
+    exclude = {Path(tmp).name}
+    if base.is_relative_to("/tmp"):
+        exclude.add(base.relative_to("/tmp").parts[0])
+    left += [f"/tmp/{n}" for n in tmp_leftovers(before, exclude)]
+    if left:
+        pytest.fail(f"the test session left temp files behind: {', '.join(left)}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` are skipped on machines without CUDA."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            for item in gpu:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
 
 
 needs_mirror = pytest.mark.skipif(

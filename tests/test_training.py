@@ -6,6 +6,9 @@ and needs no dataset files.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -16,6 +19,8 @@ from torch_geometric.utils import to_torch_csr_tensor
 
 from ldpgraph.server.models import MODELS, build_model
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
+
+from .conftest import tmp_leftovers
 
 
 @dataclass
@@ -49,6 +54,11 @@ def make_graph(
     return edges, x, y.astype(np.int64), split
 
 
+def default_device() -> str:
+    """What training picks when no device is asked for."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 @pytest.fixture(scope="module")
 def graph():
     return make_graph()
@@ -64,12 +74,56 @@ def test_every_model_learns_a_homophilous_graph(graph, model):
     edges, x, y, split = graph
     result = train_and_evaluate(edges, x, y, split, TrainConfig(model=model, epochs=100), seed=1)
     assert result["model"] == model
-    assert result["device"] == "cpu"
+    assert result["device"] == default_device()  # the GPU where there is one
     assert result["test_acc"] > 0.6  # chance is 1/3
     for key in ("val_acc", "test_acc", "train_acc"):
         assert 0.0 <= result[key] <= 1.0
     assert 1 <= result["best_epoch"] <= result["epochs_run"] == 100
     assert result["train_seconds"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_trains_on_the_gpu(graph, model):
+    edges, x, y, split = graph
+    cfg = TrainConfig(model=model, epochs=100)
+    result = train_and_evaluate(edges, x, y, split, cfg, seed=1, device="cuda")
+    assert result["device"].startswith("cuda")
+    assert result["test_acc"] > 0.6
+
+
+def test_asking_for_cuda_without_a_gpu_is_a_clear_error(graph):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    edges, x, y, split = graph
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        train_and_evaluate(edges, x, y, split, TrainConfig(epochs=1), seed=0, device="cuda")
+
+
+def test_a_run_leaves_no_temp_files(tmp_path):
+    """In a fresh process (PyG generates its modules once per process): a CLI run, then every
+    model built. $TMPDIR is a fresh directory, so what lands there is exactly this run's."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "ind")}
+    code = (
+        "import sys\n"
+        "from ldpgraph.simulation.cli import main\n"
+        "from ldpgraph.server.models import MODELS, build_model\n"
+        "code = main(sys.argv[1:])\n"
+        "for name in MODELS:\n"
+        "    build_model(name, 4, 2)\n"
+        "sys.exit(code)\n"
+    )
+    args = ["run", "--dataset", "synthetic:n=100,classes=2,d=8", "--backend", "local"]
+    before = set(os.listdir("/tmp"))
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args, "--epochs", "3", "--quiet"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert sorted(os.listdir(tmp)) == []
+    assert tmp_leftovers(before, exclude=set()) == []
 
 
 def test_gnn_beats_mlp_when_features_are_weak_and_edges_homophilous():
@@ -273,12 +327,13 @@ def test_sage_equals_pyg_sageconv_mean():
     """Our project-then-aggregate SAGE layer is PyG's SAGEConv(aggr="mean"), isolated node too."""
     from torch_geometric.nn import SAGEConv
 
-    from ldpgraph.server.models import MeanSAGEConv
+    from ldpgraph.server.models import MeanSAGEConv, discard_generated_files
 
     edge_index = torch.tensor([[0, 1, 1, 2, 2, 3, 0, 2], [1, 0, 2, 1, 3, 2, 2, 0]])
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1))
     ours = MeanSAGEConv(6, 4)
     ref = SAGEConv(6, 4, aggr="mean")
+    discard_generated_files(ref)  # PyG's generated propagate module, left in the temp dir
     with torch.no_grad():
         ref.lin_l.weight.copy_(ours.lin_l.weight)
         ref.lin_l.bias.copy_(ours.lin_l.bias)
