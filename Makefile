@@ -10,6 +10,10 @@ DATA   ?= $(if $(LDPGRAPH_DATA),$(LDPGRAPH_DATA),$(abspath ../shared/datasets))
 RUN_ARGS ?= --dataset cora --protocol hogs --epsilon 8 --seed 0
 
 export LDPGRAPH_DATA := $(DATA)
+# The data root is also recorded in the venv: its `ldpgraph` falls back to it when neither
+# --data-root nor LDPGRAPH_DATA is given, so `.venv/bin/ldpgraph run ...` typed after
+# `make run` finds the same datasets (simulation/datasets.py, recorded_data_root).
+RECORD_DATA = printf '%s\n' '$(abspath $(DATA))' > $(VENV)/ldpgraph-data-root
 export FLWR_TELEMETRY_ENABLED := 0
 
 .PHONY: run test install install-test lint bench clean
@@ -26,13 +30,17 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	touch $@
 
 install: $(VENV)/.installed
+	@$(RECORD_DATA)
 
 install-test: $(VENV)/.installed-test
+	@$(RECORD_DATA)
 
 run: $(VENV)/.installed
+	@$(RECORD_DATA)
 	$(VENV)/bin/ldpgraph run $(RUN_ARGS)
 
 test: $(VENV)/.installed-test
+	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 

@@ -140,7 +140,8 @@ def train_and_evaluate(
 
     Returns ``val_acc``, ``test_acc`` and ``train_acc`` (floats in [0, 1], all at the selected
     epoch; ``test_acc`` is NaN for an empty test set), ``val_loss`` (validation cross-entropy
-    at that epoch), ``best_epoch`` (1-based), ``epochs_run``,
+    at that epoch), ``collapsed``, ``top_class_share`` and ``majority_rate`` (see
+    :func:`collapse_check`), ``best_epoch`` (1-based), ``epochs_run``,
     ``train_seconds`` (the training loop, evaluation included), ``device`` and ``model``.
     """
     config.validate()
@@ -197,8 +198,10 @@ def train_and_evaluate(
             model.parameters(), lr=config.lr, weight_decay=config.weight_decay
         )
 
-        # (epoch, val, test, train correct counts, validation loss) of the selected epoch
-        best: tuple[int, int, int, int, float] | None = None
+        # (epoch, val, test, train correct counts, validation loss, the count of the most
+        # predicted class on the evaluated nodes) of the selected epoch
+        best: tuple[int, int, int, int, float, int] | None = None
+        idx["eval"] = idx["test"] if len(test_idx) else idx["val"]
         by_loss = config.selection == "val_loss"
         epochs_run = 0
         _sync(dev)
@@ -212,9 +215,11 @@ def train_and_evaluate(
             optimizer.step()
             epochs_run = epoch
 
-            val_c, test_c, train_c, val_loss = _correct_counts(model, x_t, adj, w_t, y_t, idx)
+            val_c, test_c, train_c, val_loss, top_c = _correct_counts(
+                model, x_t, adj, w_t, y_t, idx, n_classes
+            )
             if best is None or (val_loss < best[4] if by_loss else val_c > best[1]):
-                best = (epoch, val_c, test_c, train_c, val_loss)
+                best = (epoch, val_c, test_c, train_c, val_loss, top_c)
             if progress is not None:
                 progress(epoch, val_c / len(val_idx))
             if config.patience is not None and epoch - best[0] >= config.patience:
@@ -223,7 +228,12 @@ def train_and_evaluate(
         seconds = time.perf_counter() - start
 
     assert best is not None  # epochs >= 1
+    eval_idx = test_idx if len(test_idx) else val_idx
+    collapse = collapse_check(
+        best[1] / len(val_idx), best[5] / len(eval_idx), y_np[val_idx], y_np[eval_idx]
+    )
     return {
+        **collapse,
         "val_acc": best[1] / len(val_idx),
         "test_acc": best[2] / len(test_idx) if len(test_idx) else float("nan"),
         "train_acc": best[3] / len(train_idx),
@@ -234,6 +244,37 @@ def train_and_evaluate(
         "device": str(dev),
         "model": model_name,
         "selection": config.selection,
+    }
+
+
+#: A model that gives one class to at least this share of the test nodes has collapsed
+#: (unless the true labels are that skewed too) ...
+COLLAPSE_SHARE = 0.95
+#: ... as has one whose validation accuracy is at most this far above the majority-class rate.
+COLLAPSE_MARGIN = 0.01
+
+
+def collapse_check(
+    val_acc: float, top_share: float, y_val: np.ndarray, y_eval: np.ndarray
+) -> dict[str, Any]:
+    """Whether training collapsed onto (about) one class: at the selected epoch the model
+    predicts one class for at least :data:`COLLAPSE_SHARE` of the evaluated nodes (the test
+    nodes, or the validation nodes without a test set) while the true labels are less skewed,
+    or its validation accuracy is within :data:`COLLAPSE_MARGIN` of the majority-class rate
+    (the accuracy of always predicting the validation set's most common class). Returns
+    ``collapsed``, ``top_class_share`` (that predicted share) and ``majority_rate``."""
+
+    def top(y: np.ndarray) -> float:
+        return float(np.bincount(y).max() / y.size) if y.size else 1.0
+
+    majority = top(np.asarray(y_val))
+    collapsed = (top_share >= COLLAPSE_SHARE and top(np.asarray(y_eval)) < COLLAPSE_SHARE) or (
+        majority < 1.0 and val_acc <= majority + COLLAPSE_MARGIN
+    )
+    return {
+        "collapsed": bool(collapsed),
+        "top_class_share": float(top_share),
+        "majority_rate": majority,
     }
 
 
@@ -327,16 +368,19 @@ def _correct_counts(
     edge_weight: Tensor | None,
     y: Tensor,
     idx: dict[str, Tensor],
-) -> tuple[int, int, int, float]:
-    """Correct predictions on val, test and train and the validation loss, in one host
-    transfer (one GPU sync)."""
+    num_classes: int,
+) -> tuple[int, int, int, float, int]:
+    """Correct predictions on val, test and train, the validation loss and the count of the
+    most predicted class on the ``eval`` nodes, in one host transfer (one GPU sync)."""
     model.eval()
     logits = model(x, adj, edge_weight)
-    hits = logits.argmax(dim=1) == y
+    pred = logits.argmax(dim=1)
+    hits = pred == y
     counts = torch.stack([hits[idx[k]].sum().double() for k in ("val", "test", "train")])
     val_loss = F.cross_entropy(logits[idx["val"]], y[idx["val"]]).double().reshape(1)
-    val_c, test_c, train_c, loss = torch.cat([counts, val_loss]).tolist()
-    return int(val_c), int(test_c), int(train_c), float(loss)
+    top = torch.bincount(pred[idx["eval"]], minlength=num_classes).max().double().reshape(1)
+    val_c, test_c, train_c, loss, top_c = torch.cat([counts, val_loss, top]).tolist()
+    return int(val_c), int(test_c), int(train_c), float(loss), int(top_c)
 
 
 def _graph_tensors(

@@ -9,6 +9,7 @@ import math
 import os
 import shlex
 import sys
+import textwrap
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -16,7 +17,15 @@ from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
 
-from .config import BACKENDS, MODELS, SELECTIONS, SPLIT_MODES, ConfigError, RunConfig
+from .config import (
+    BACKENDS,
+    MODELS,
+    PRIVATE_FEATURE_PROTOCOLS,
+    SELECTIONS,
+    SPLIT_MODES,
+    ConfigError,
+    RunConfig,
+)
 
 HELP = {
     "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
@@ -25,7 +34,8 @@ HELP = {
     "epsilon": "total privacy budget ε per node (the sum of its parts: adjacency bits, "
     "features, degree)",
     "feature_share": "share of ε spent on features (the paper's δ): ε_f = share·ε, "
-    "ε_a = (1 − share)·ε",
+    "ε_a = (1 − share)·ε; 0.1 won the reproduction's δ sweeps (Cora, CiteSeer, Facebook). "
+    "features-only spends share·ε: give it 1 for the MLP floor",
     "tau": "edge threshold τ on the posterior P_ij, in (0, 1]",
     "steps": "feature reconstruction steps l (0 keeps the noisy features)",
     "degree_share": "BLink's δ: share of the graph budget spent on the noisy degree",
@@ -52,7 +62,8 @@ HELP = {
     "normalize_features": "row-normalise the features before training (PyG's NormalizeFeatures, "
     "as Blink_GNN does); server-side post-processing, no budget",
     "center_features": "subtract each feature column's mean before training (keeps dense noisy "
-    "1-bit features from locking the model onto one class); post-processing, no budget",
+    "1-bit features from locking the model onto one class); post-processing, no budget; "
+    "--no-center-features trains on the release as it is",
     "seed": "run seed: every random draw derives from it",
     "train_split": "fraction of nodes for training",
     "val_split": "fraction of nodes for validation (the rest is the test set)",
@@ -82,13 +93,60 @@ class UserError(Exception):
     pass
 
 
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+class BoolFlag(argparse.Action):
+    """A boolean option as a flag: ``--flag`` sets it, ``--no-flag`` clears it, and
+    ``--flag true`` / ``--flag false`` (the form older commands use) still work."""
+
+    def __init__(self, option_strings, dest, default=None, required=False, help=None):
+        names = []
+        for opt in option_strings:
+            names.append(opt)
+            if opt.startswith("--"):
+                names.append("--no-" + opt[2:])
+        super().__init__(
+            names,
+            dest,
+            nargs="?",
+            default=default,
+            required=required,
+            help=help,
+            metavar="true|false",
+        )
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string and option_string.startswith("--no-"):
+            if values is not None:
+                raise argparse.ArgumentError(self, f"{option_string} takes no value")
+            setattr(namespace, self.dest, False)
+            return
+        if values is None or str(values).lower() in _TRUE:
+            setattr(namespace, self.dest, True)
+        elif str(values).lower() in _FALSE:
+            setattr(namespace, self.dest, False)
+        else:
+            raise argparse.ArgumentError(self, f"expected true or false, got {values!r}")
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if isinstance(action, BoolFlag):  # --flag [true|false], --no-flag
+            return ", ".join(
+                o if o.startswith("--no-") else f"{o} [true|false]" for o in action.option_strings
+            )
+        return super()._format_action_invocation(action)
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run one experiment",
         description="Collect every node's LDP report, reconstruct a synthetic graph, train a GNN "
         "on it and evaluate on the true test labels.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     defaults = RunConfig()
     for f in fields(RunConfig):
@@ -104,13 +162,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["choices"] = SELECTIONS
         if f.name == "split_mode":
             extra["choices"] = SPLIT_MODES
-        p.add_argument(
-            flag,
-            type=kind if kind is not bool else None,
-            default=default,
-            help=HELP.get(f.name, ""),
-            **extra,
-        )
+        if kind is bool:
+            extra["action"] = BoolFlag
+        else:
+            extra["type"] = kind
+        p.add_argument(flag, default=default, help=HELP.get(f.name, ""), **extra)
     p.add_argument(
         "--split",
         type=str,
@@ -407,8 +463,69 @@ def _stage_printer(quiet: bool):
     return say
 
 
+def check_writable(path: str | os.PathLike[str], what: str, *, kind: str = "file") -> None:
+    """Refuse, before any work, a path this command will write: an existing one must be a
+    writable ``kind`` ("file", "dir" or "sqlite": a file whose directory must be writable too,
+    for SQLite's journal), a new one must be creatable (its nearest existing ancestor a
+    writable directory)."""
+    p = Path(path).expanduser()
+    if p.exists():
+        if kind == "dir" and not p.is_dir():
+            raise UserError(f"{what} {p} is not a directory")
+        if kind != "dir" and p.is_dir():
+            raise UserError(f"{what} {p} is a directory, not a file")
+        mode = os.W_OK | (os.X_OK if kind == "dir" else 0)
+        if not os.access(p, mode) or (kind == "sqlite" and not os.access(p.parent, os.W_OK)):
+            raise UserError(f"{what} {p} is not writable")
+        return
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{what} {p} cannot be created: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{what} {p} cannot be created: {parent} is not writable")
+
+
+def check_cache_writable(datasets: list[str]) -> None:
+    """Loading a real dataset writes its processed form to the cache: check it can."""
+    from .datasets import ENV_CACHE, cache_dir, parse_dataset_spec
+
+    if all(parse_dataset_spec(d)[0] == "synthetic" for d in datasets):
+        return
+    via = f"${ENV_CACHE}" if os.environ.get(ENV_CACHE) else "the dataset cache"
+    check_writable(cache_dir(), f"{via} (set {ENV_CACHE} to a writable directory)", kind="dir")
+
+
+def check_device(device: str) -> None:
+    """A CUDA device must exist here (the syntax is RunConfig.validate's)."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(
+            f"--device {device}: PyTorch sees no CUDA GPU on this machine; use --device auto "
+            "(the GPU when there is one) or cpu"
+        )
+    index = int(device.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise UserError(
+            f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+            f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config_from_args(args)
+    if args.store:
+        check_writable(args.store, "--store", kind="sqlite")
+    if config.backend != "deploy":
+        from .datasets import check_dataset
+
+        check_dataset(config.dataset)
+        check_cache_writable([config.dataset])
+        check_device(config.device)
     if config.backend == "deploy":
         result = _run_deploy(config, args)
     else:
@@ -425,7 +542,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, default=_json_default))
     else:
         print(summary(result))
+    warning = collapse_warning(result)
+    if warning:
+        print(f"ldpgraph: warning: {warning}", file=sys.stderr, flush=True)
     return 0
+
+
+def collapse_warning(result: dict[str, Any]) -> str | None:
+    """What to tell the user when training collapsed onto one class (``training.collapsed``,
+    see ldpgraph.server.training.collapse_check), with the settings to try; None otherwise."""
+    tr = result.get("training") or {}
+    if not tr.get("collapsed"):
+        return None
+    c, acc = result.get("config") or {}, result.get("accuracy") or {}
+    tries = []
+    if not c.get("center_features", True):
+        tries.append("--center-features (subtracts the noisy features' column means)")
+    if c.get("protocol") in PRIVATE_FEATURE_PROTOCOLS and c.get("feature_share", 0.1) > 0.1:
+        tries.append("a smaller feature share (--feature-share 0.1)")
+    if c.get("protocol") == "features-only" and c.get("feature_share", 1.0) < 1.0:
+        tries.append("--feature-share 1 (features-only spends only that share of ε)")
+    lr = float(c.get("lr", 0.01))
+    tries.append(f"a lower learning rate (--lr {lr / 10:g})")
+    tries.append("a larger --epsilon")
+    return (
+        f"the model collapsed onto one class: it gives one class to "
+        f"{100 * tr.get('top_class_share', 0.0):.0f}% of the test nodes, and its validation "
+        f"accuracy {100 * float(acc.get('val', 0.0)):.1f}% is at the majority-class rate "
+        f"({100 * tr.get('majority_rate', 0.0):.1f}%); the accuracy says nothing about the "
+        f"release. Try {', '.join(tries[:-1])} or {tries[-1]}."
+    )
 
 
 def _run_deploy(config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
@@ -455,10 +601,25 @@ def summary(result: dict[str, Any]) -> str:
         f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
         f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
         f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
-        f"(best epoch {result['training']['best_epoch']})",
-        f"  privacy       ε = {pr['epsilon']:.4g} per node ({pr['unit']}); accountant "
-        f"{pr['accountant']}",
+        f"(best epoch {result['training']['best_epoch']})"
+        + ("   COLLAPSED onto one class" if result["training"].get("collapsed") else ""),
     ]
+    if pr.get("headline"):
+        lines += textwrap.wrap(
+            pr["headline"],
+            100,
+            initial_indent="  privacy       ",
+            subsequent_indent=" " * 16,
+            break_on_hyphens=False,
+        )
+    # ε of one report: the unit says what it protects (a bit, an edge), not a whole node.
+    lines += textwrap.wrap(
+        f"report ε = {pr['epsilon']:.4g} ({pr['unit']}); accountant {pr['accountant']}",
+        100,
+        initial_indent=f"{'  privacy' if not pr.get('headline') else '':<16}",
+        subsequent_indent=" " * 16,
+        break_on_hyphens=False,
+    )
     for part in pr["parts"]:
         lines.append(
             f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
@@ -499,6 +660,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
 
     if args.nodes_per_file < 1:
         raise UserError("--nodes-per-file must be >= 1")
+    check_writable(args.out, "--out", kind="dir")
+    check_cache_writable([args.dataset])
     graph = load_dataset(args.dataset, args.data_root)
     info = write_partition(
         graph,
@@ -524,6 +687,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     path = default_store_path(args.store)
     if not path.is_file():
         raise UserError(f"no results store at {path}")
+    check_writable(args.out, "--out", kind="dir")
     subs = {}
     for item in args.substitute:
         paper, _, ours = item.partition("=")
@@ -556,18 +720,23 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     print(f"{'name':<18}{'nodes':>8}{'edges':>9}{'feats':>7}{'cls':>5}  offline  description")
     for r in rows:
         st = r.get("measured") or r.get("expected") or {}
-        mark = "yes" if r.get("offline") else "no"
+        mark = "ERROR" if r.get("error") else "yes" if r.get("offline") else "no"
         print(
             f"{r['name']:<18}{st.get('nodes', '?'):>8}{st.get('edges', '?'):>9}"
             f"{st.get('features', '?'):>7}{st.get('classes', '?'):>5}  {mark:<7}  "
             f"{r.get('description', '')}"
         )
+    for r in rows:
+        if r.get("error"):
+            print(f"ldpgraph: warning: {r['error']}", file=sys.stderr)
     return 0
 
 
 def cmd_results(args: argparse.Namespace) -> int:
     from . import store as st
 
+    if args.csv and args.csv != "-":
+        check_writable(args.csv, "--csv")
     path = st.default_store_path(args.store)
     with st.ResultsStore(path, create=False) as results:
         rows = results.rows(
@@ -603,7 +772,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .experiment import load_experiment
     from .sweep import format_dry_run, run_sweep
 
+    if args.workers is not None and args.workers < 0:
+        raise UserError(f"--workers must be >= 0 (0: in this process), got {args.workers}")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be >= 1 (the first N cells), got {args.limit}")
     exp = load_experiment(args.file, check_protocols=not args.dry_run)
+    if not args.dry_run:
+        check_writable(args.store or exp.store, "the results store", kind="sqlite")
+        check_cache_writable(exp.datasets)
     phases = ("search",) if args.only_search else ("final",) if args.only_final else None
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     if args.dry_run:
@@ -673,6 +849,18 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
+def _use_recorded_data_root() -> None:
+    """Without $LDPGRAPH_DATA, the data root ``make`` recorded in this virtual environment
+    (datasets.recorded_data_root), exported so that worker processes see it too; --data-root
+    still wins over both."""
+    from .datasets import ENV_DATA, recorded_data_root
+
+    if not os.environ.get(ENV_DATA):
+        root = recorded_data_root()
+        if root is not None:
+            os.environ[ENV_DATA] = str(root)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .backends import flower
 
@@ -681,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the report names the command that made it
+    _use_recorded_data_root()
     handlers = {
         "run": cmd_run,
         "datasets": cmd_datasets,
@@ -698,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ldpgraph: interrupted", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(130)
-    except (ValueError, FileNotFoundError, UserError) as exc:
+    except (ValueError, OSError, UserError) as exc:
         # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
         if os.environ.get("LDPGRAPH_DEBUG"):
             raise

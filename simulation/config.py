@@ -7,11 +7,14 @@ underscores in Python; :meth:`RunConfig.from_mapping` accepts both.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
+from ldpgraph.protocols.ldpgen import GENERATORS
 from ldpgraph.protocols.registry import PROTOCOLS
+from ldpgraph.protocols.rr import COMBINE
 
 from .splits import SPLIT_MODES
 
@@ -52,6 +55,14 @@ PRIVATE_FEATURE_PROTOCOLS = (
 )
 #: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
 AUTO_SUPERNODES = 256
+#: The largest ε a run accepts. From ε ≈ 40 on randomized response flips a bit with probability
+#: e^-ε < 1e-17 (no noise left to measure), and from ε ≈ 710 e^ε overflows a float.
+MAX_EPSILON = 100.0
+#: Sanity bounds on the model and its training (far above anything useful on these graphs).
+MAX_EPOCHS = 100_000
+MAX_HIDDEN = 16_384
+#: Training devices: auto (the GPU when there is one), cpu, cuda or cuda:N.
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
 class ConfigError(ValueError):
@@ -63,7 +74,11 @@ class RunConfig:
     protocol: str = "hogs"
     dataset: str = "cora"
     epsilon: float = 8.0
-    feature_share: float = 0.5
+    # δ = 0.1 and centred features: the settings that learn at every ε in the reproduction's
+    # δ sweeps (docs/reproduction, Fig. 8) and centring runs. They used to be 0.5 and off,
+    # which collapsed to the majority class at ε <= 6 (results stores keep each run's full
+    # configuration, so stored runs keep their identity: simulation/store.py).
+    feature_share: float = 0.1
     tau: float = 0.5
     steps: int = 1
     degree_share: float = 0.1
@@ -86,7 +101,7 @@ class RunConfig:
     hidden: int = 16
     selection: str = "val_acc"
     normalize_features: bool = False
-    center_features: bool = False
+    center_features: bool = True
     seed: int = 0
     train_split: float = 0.5
     val_split: float = 0.25
@@ -117,6 +132,12 @@ class RunConfig:
                 f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}"
             )
         _finite_positive("epsilon", self.epsilon)
+        if self.epsilon > MAX_EPSILON:
+            raise ConfigError(
+                f"epsilon must be at most {MAX_EPSILON:g}, got {self.epsilon:g}: from ε ≈ 40 on "
+                "the mechanisms add no noise at all (a bit flips with probability e^-ε); for "
+                "the non-private bound use --protocol none --trust-curator"
+            )
         _finite_positive("lr", self.lr)
         if not 0.0 < self.tau <= 1.0:
             raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
@@ -137,13 +158,41 @@ class RunConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be in [0, 1], got {v}")
         if self.train_split + self.val_split > 1.0 + 1e-12:
             raise ConfigError("train-split + val-split must not exceed 1")
+        if not (self.train_split > 0 and self.val_split > 0):
+            raise ConfigError(
+                f"train-split and val-split must be > 0 (training needs nodes to learn from "
+                f"and validation nodes to select its epoch), got {self.train_split}, "
+                f"{self.val_split}"
+            )
+        if self.train_split + self.val_split >= 1.0 - 1e-12:
+            raise ConfigError(
+                f"train-split + val-split must be below 1: the rest is the test set, and "
+                f"{self.train_split} + {self.val_split} leaves none"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.weight_decay < 0 or not math.isfinite(self.weight_decay):
             raise ConfigError(f"weight-decay must be >= 0, got {self.weight_decay}")
-        for name in ("epochs", "hidden"):
+        for name, most in (("epochs", MAX_EPOCHS), ("hidden", MAX_HIDDEN)):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1")
+            if int(getattr(self, name)) > most:
+                raise ConfigError(f"{name} must be at most {most}, got {getattr(self, name)}")
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ConfigError(
+                f"unknown device {self.device!r}; choose auto (the GPU when there is one), cpu, "
+                "cuda or cuda:N"
+            )
+        if self.combine not in COMBINE:
+            raise ConfigError(
+                f"unknown combine {self.combine!r}; choose one of: {', '.join(COMBINE)}"
+            )
+        if self.generator not in GENERATORS:
+            raise ConfigError(
+                f"unknown generator {self.generator!r}; choose one of: {', '.join(GENERATORS)}"
+            )
+        if not 0.0 < self.min_weight < 1.0:
+            raise ConfigError(f"min-weight must be in (0, 1), got {self.min_weight}")
         if self.split_mode not in SPLIT_MODES:
             raise ConfigError(
                 f"unknown split-mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}"

@@ -1,7 +1,9 @@
 """The dataset layer: every graph ldpgraph runs on, loaded offline from a mirror or downloaded.
 
 Where the raw files come from
-    ``data_root`` (``--data-root``), else the ``LDPGRAPH_DATA`` environment variable, else none.
+    ``data_root`` (``--data-root``), else the ``LDPGRAPH_DATA`` environment variable, else none
+    (the ``ldpgraph`` command also falls back to the data root ``make`` recorded in its virtual
+    environment: :func:`recorded_data_root`).
     With a data root the raw files are read from ``<data_root>/<Folder>/.../raw/`` exactly as PyG
     lays them out (see ``shared/datasets/MANIFEST.md``) and nothing is downloaded, except for the
     datasets the mirror cannot hold (``pubmed``, ``lastfm``), which fall back to a download. Without
@@ -28,6 +30,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import urllib.request
 import zipfile
@@ -116,6 +119,22 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None) -> Path | None:
     return Path(env).expanduser() if env else None
 
 
+#: ``make`` writes the data root it resolved (``DATA``) to this file in the virtual
+#: environment; the ``ldpgraph`` command of that environment falls back to it when neither
+#: ``--data-root`` nor ``LDPGRAPH_DATA`` is given (see :func:`recorded_data_root`).
+DATA_ROOT_FILE = "ldpgraph-data-root"
+
+
+def recorded_data_root() -> Path | None:
+    """The data root ``make`` recorded in this Python environment (``sys.prefix``), when the
+    file exists and names an existing directory; else None."""
+    try:
+        text = (Path(sys.prefix) / DATA_ROOT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Path(text) if text and Path(text).is_dir() else None
+
+
 def cache_dir() -> Path:
     """``$LDPGRAPH_CACHE``, else ``~/.cache/ldpgraph``: the only place loaders write to."""
     env = os.environ.get(ENV_CACHE, "")
@@ -124,6 +143,13 @@ def cache_dir() -> Path:
 
 def _download_root() -> Path:
     return cache_dir() / "download"
+
+
+#: How to point ldpgraph at the offline mirror; every "files not found" error ends with it.
+DATA_HINT = (
+    f"point ldpgraph at the dataset mirror with --data-root PATH or {ENV_DATA}=PATH "
+    "(make run uses ../shared/datasets)"
+)
 
 
 def _missing(root: Path, info: DatasetInfo) -> list[str]:
@@ -501,6 +527,11 @@ def synthetic_graph(
     return Graph(name=name, edges=edges, x=x, y=y, feature_domain=(0.0, 1.0), meta=meta)
 
 
+#: Size bounds of synthetic graphs (10^5 nodes at d = 500 already take 3.7 GB here).
+SYNTHETIC_MAX_NODES = 10_000_000
+SYNTHETIC_MAX_ENTRIES = 1_000_000_000
+
+
 def _validate_synthetic(params: Mapping[str, Any]) -> dict[str, Any]:
     p = {k: _coerce("synthetic", k, v, SYNTHETIC_DEFAULTS[k]) for k, v in params.items()}
     checks = [
@@ -516,6 +547,19 @@ def _validate_synthetic(params: Mapping[str, Any]) -> dict[str, Any]:
     for ok, msg in checks:
         if not ok:
             raise DatasetError(f"synthetic: {msg}")
+    if p["n"] > SYNTHETIC_MAX_NODES:
+        raise DatasetError(f"synthetic: n must be at most {SYNTHETIC_MAX_NODES:.0e}, got {p['n']}")
+    if p["n"] * p["d"] > SYNTHETIC_MAX_ENTRIES:
+        raise DatasetError(
+            f"synthetic: n·d = {p['n'] * p['d']:.3g} feature entries is more than "
+            f"{SYNTHETIC_MAX_ENTRIES:.0e} (the feature matrix and the nodes' reports would need "
+            "tens of GB); lower n or d"
+        )
+    if p["n"] * p["avg_degree"] / 2 > SYNTHETIC_MAX_ENTRIES:
+        raise DatasetError(
+            f"synthetic: n·avg_degree/2 = {p['n'] * p['avg_degree'] / 2:.3g} edges is more than "
+            f"{SYNTHETIC_MAX_ENTRIES:.0e}; lower n or avg_degree"
+        )
     smallest_block = p["d"] // p["classes"]
     peak = p["feature_density"] * (
         p["feature_signal"] * p["d"] / smallest_block + 1.0 - p["feature_signal"]
@@ -825,8 +869,8 @@ def _locate(info: DatasetInfo, data_root: Path | None, download: bool | None) ->
             raise DatasetError(
                 f"dataset {info.name!r}: data root {data_root} lacks {len(missing)} raw file(s): "
                 f"{', '.join(missing)} (expected at {data_root / missing[0]}"
-                f"{' etc.' if len(missing) > 1 else ''}; see shared/datasets/MANIFEST.md, or "
-                f"pass download=True to fetch into {dl_root})"
+                f"{' etc.' if len(missing) > 1 else ''}; see shared/datasets/MANIFEST.md); "
+                f"{DATA_HINT}"
             )
     else:
         allow = True if download is None else download
@@ -835,7 +879,9 @@ def _locate(info: DatasetInfo, data_root: Path | None, download: bool | None) ->
     where = f"{data_root} or {dl_root}" if data_root is not None else str(dl_root)
     files = ", ".join(info.raw_files)
     if not allow or info.fetch is None:
-        raise DatasetError(f"dataset {info.name!r}: raw files {files} not found under {where}")
+        raise DatasetError(
+            f"dataset {info.name!r}: raw files {files} not found under {where}; {DATA_HINT}"
+        )
     try:
         info.fetch(dl_root, info)
     except Exception as err:  # any failure of a download means the same to the user
@@ -845,7 +891,7 @@ def _locate(info: DatasetInfo, data_root: Path | None, download: bool | None) ->
             f"dataset {info.name!r}: raw files {files} are not under {where} and the download "
             f"failed ({type(err).__name__}: {err}); put "
             f"{', '.join(sorted({Path(rel).name for rel in info.raw_files}))} "
-            f"in {' / '.join(dirs)}"
+            f"in {' / '.join(dirs)}, or {DATA_HINT}"
         ) from err
     still = _missing(dl_root, info)
     if still:
@@ -881,7 +927,7 @@ def _load_real(info: DatasetInfo, root: Path) -> Graph:
             graph = _read_cached(info.name, npz_path, json_path)  # another process may be done
             hit = graph is not None
             if graph is None:
-                graph = info.loader(root, info)
+                graph = _run_loader(info, root)
                 _save_cached(graph, npz_path, json_path)
     graph.meta.update(
         {
@@ -892,6 +938,59 @@ def _load_real(info: DatasetInfo, root: Path) -> Graph:
         }
     )
     return graph
+
+
+def check_dataset(name: str) -> None:
+    """Raise DatasetError for a dataset name or spec :func:`load_dataset` would refuse (unknown
+    name, bad or out-of-range parameters), without loading anything."""
+    key, spec_params = parse_dataset_spec(name)
+    merged = _check_params(DATASETS[key], spec_params)
+    if key == "synthetic":
+        _validate_synthetic(dict(SYNTHETIC_DEFAULTS) | merged)
+
+
+def _run_loader(info: DatasetInfo, root: Path) -> Graph:
+    """``info.loader``, with a damaged raw file (truncated, overwritten, of another format)
+    reported as one DatasetError that names it."""
+    assert info.loader is not None
+    try:
+        return info.loader(root, info)
+    except DatasetError:
+        raise
+    except Exception as err:  # the parsers' errors are as varied as the damage
+        culprit = _damaged_file(root, info)
+        files = ", ".join(str(root / rel) for rel in info.raw_files)
+        what = str(culprit) if culprit else f"one of {files}"
+        raise DatasetError(
+            f"dataset {info.name!r}: cannot read {what}: {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else 'damaged'} (a damaged or truncated "
+            "copy? restore it from the mirror)"
+        ) from err
+
+
+def _damaged_file(root: Path, info: DatasetInfo) -> Path | None:
+    """The first raw file of ``info`` its own format's reader rejects (after a loader failed)."""
+    import pickle
+
+    for rel in info.raw_files:
+        path = root / rel
+        try:
+            if path.suffix == ".npz":
+                with np.load(path, allow_pickle=False) as f:
+                    for key in f.files:
+                        f[key]
+            elif path.name.endswith(".index"):
+                np.loadtxt(path, dtype=np.int64, ndmin=1)
+            elif path.name.startswith("ind."):  # Planetoid's pickles, read as PyG reads them
+                with open(path, "rb") as fh:
+                    pickle.load(fh, encoding="latin1")
+            elif path.suffix == ".json":
+                json.loads(path.read_text(encoding="utf-8"))
+            elif path.suffix == ".csv":
+                np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+        except Exception:
+            return path
+    return None
 
 
 def load_dataset(
@@ -957,7 +1056,7 @@ def dataset_catalog(
         if row["offline"] and compute:
             try:
                 row["measured"] = _measure(info, Path(row["location"] or "."))
-            except DatasetError as err:
+            except (DatasetError, OSError) as err:  # one bad dataset does not stop the list
                 row["error"] = str(err)
         rows.append(row)
     return rows

@@ -119,6 +119,7 @@ def run(
         graph = load_dataset(config.dataset, config.data_root or None)
         split = _split(graph.num_nodes, config)
     timings["load"] = time.perf_counter() - t0
+    check_split(split, graph.num_nodes, config)
 
     where = config.backend
     if config.backend == "flower" and grid is None:
@@ -165,6 +166,21 @@ def prepare(config: RunConfig) -> tuple[Graph, Any]:
     """Load the configured dataset and make the run's split."""
     graph = load_dataset(config.dataset, config.data_root or None)
     return graph, _split(graph.num_nodes, config)
+
+
+def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
+    """Refuse, before collecting anything, a split with an empty part (a tiny graph rounds a
+    fraction to no nodes): training needs training and validation nodes, and a test accuracy
+    of no test nodes is undefined (NaN, which is not even valid JSON)."""
+    sizes = {"train": len(split.train), "val": len(split.val), "test": len(split.test)}
+    empty = [name for name, size in sizes.items() if size == 0]
+    if empty:
+        raise ValueError(
+            f"the split of {num_nodes} nodes by train-split {config.train_split} and val-split "
+            f"{config.val_split} leaves no {' and no '.join(empty)} nodes "
+            f"({sizes['train']}/{sizes['val']}/{sizes['test']}); change --split or use a "
+            "larger graph"
+        )
 
 
 def _split(num_nodes: int, config: RunConfig) -> Any:
@@ -274,7 +290,17 @@ def _record(
             "train": metrics["train_acc"],
         },
         "training": {
-            k: metrics[k] for k in ("best_epoch", "epochs_run", "device", "val_loss", "selection")
+            k: metrics[k]
+            for k in (
+                "best_epoch",
+                "epochs_run",
+                "device",
+                "val_loss",
+                "selection",
+                "collapsed",
+                "top_class_share",
+                "majority_rate",
+            )
             if k in metrics
         },
         "privacy": release.privacy.to_dict(),

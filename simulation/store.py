@@ -62,6 +62,15 @@ NON_RESULT_KEYS: tuple[str, ...] = (
 ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "center_features": False,
 }
+#: Run-configuration defaults that changed after stores were in use: key -> former default.
+#: A stored run keeps its identity because its configuration is stored whole (a key missing
+#: from a stored configuration is one added later: :data:`ADDED_KEY_DEFAULTS`); an experiment
+#: file that relied on a former default must state it, or ``ldpgraph sweep`` refuses to resume
+#: a store holding runs made with it.
+CHANGED_DEFAULTS: dict[str, Any] = {
+    "feature_share": 0.5,
+    "center_features": False,
+}
 #: A 'running' row with no sign of life for this long is treated as interrupted.
 DEFAULT_STALE_AFTER = 12 * 3600.0
 STATUSES = ("running", "done", "failed")
@@ -123,13 +132,15 @@ class StoreError(ValueError):
 
 def canonical_config(config: Any) -> dict[str, Any]:
     """The full configuration as a plain dict: keys in underscore form, the missing keys of
-    :class:`~ldpgraph.simulation.config.RunConfig` filled with their defaults. Accepts a
-    RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
+    :class:`~ldpgraph.simulation.config.RunConfig` filled with their defaults, except a key of
+    :data:`ADDED_KEY_DEFAULTS`: a configuration without it was recorded before the key existed,
+    so it takes the value the key was added with (not today's default, which may differ).
+    Accepts a RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
     from .config import RunConfig
 
     if hasattr(config, "to_dict"):
         config = config.to_dict()
-    out = RunConfig().to_dict()
+    out = {**RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
     out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
     return out
 
@@ -562,6 +573,20 @@ class ResultsStore:
                 ),
             )
             return cur.rowcount
+
+    def count_with_value(self, sweep: str, entry: str, key: str, value: Any) -> int:
+        """How many runs of protocol entry ``entry`` of sweep ``sweep`` have configuration key
+        ``key`` at ``value`` (a configuration without the key counts as its
+        :data:`ADDED_KEY_DEFAULTS` value)."""
+        if not key.isidentifier():
+            raise ValueError(f"bad configuration key {key!r}")
+        missing = ADDED_KEY_DEFAULTS.get(key)
+        row = self._con.execute(
+            f"SELECT COUNT(*) FROM runs WHERE sweep = ? AND json_extract(extra, '$.entry') = ? "
+            f"AND COALESCE(json_extract(config, '$.{key}'), ?) = ?",
+            (sweep, entry, missing, value),
+        ).fetchone()
+        return int(row[0])
 
     def get(self, config: Any) -> dict[str, Any] | None:
         """The row of this run, or None."""

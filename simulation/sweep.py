@@ -427,6 +427,46 @@ def _hms(seconds: float) -> str:
 # --- the sweep --------------------------------------------------------------------------------
 
 
+def _check_former_defaults(
+    exp: Experiment,
+    grid: Grid,
+    cells: list[Cell],
+    store: Any,
+    warn: Callable[[str], None] | None,
+) -> None:
+    """Refuse (or with ``warn``, a dry run, warn) to resume a store whose runs of an entry were
+    made under a former default (store.CHANGED_DEFAULTS) that the file still leaves to the
+    default: resuming would silently start over with the new value beside the old runs."""
+    from .store import CHANGED_DEFAULTS
+
+    current = RunConfig()
+    for key, former in CHANGED_DEFAULTS.items():
+        for label in dict.fromkeys(c.entry.label for c in cells):
+            cell = next(c for c in cells if c.entry.label == label)
+            if key in exp.base_config(cell) or any(
+                key in point for point in exp.configurations(grid, cell)
+            ):
+                continue  # the file states it
+            if getattr(current, key) == former or not store.count_with_value(
+                exp.name, label, key, former
+            ):
+                continue
+            msg = (
+                f"{exp.path}: the store holds runs of entry {label!r} made with {key} = "
+                f"{_toml_value(former)}, a former default; the file leaves "
+                f"{key} to the default, now {_toml_value(getattr(current, key))}: state "
+                f"`{key} = {_toml_value(former)}` in [fixed] to resume them (or the new value "
+                "to start over)"
+            )
+            if warn is None:
+                raise SweepError(msg)
+            warn(f"warning: {msg}")
+
+
+def _toml_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
 def run_sweep(
     exp: Experiment,
     grid_name: str = "paper",
@@ -494,6 +534,10 @@ def run_sweep(
         finally:
             if bar is not None:
                 bar.close()
+
+    if exists:
+        with open_store() as store:
+            _check_former_defaults(exp, grid, cells, store, say if dry_run else None)
 
     if "search" in phases:
         search = [

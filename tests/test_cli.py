@@ -42,6 +42,30 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         (["--feature-share", "1"], "feature-share must be in (0, 1)"),
         (["--protocol", "none"], "add --trust-curator"),
         (["--nodes-per-client", "-1"], "nodes-per-client must be >= 1"),
+        # bad values caught before any data is loaded
+        (["--device", "gpu"], "unknown device 'gpu'; choose auto"),
+        (["--device", "cuda:x"], "unknown device 'cuda:x'"),
+        (["--epsilon", "1420"], "epsilon must be at most 100"),
+        (["--epsilon", "1e300"], "epsilon must be at most 100"),
+        (["--hidden", str(10**9)], "hidden must be at most 16384"),
+        (["--epochs", str(10**12)], "epochs must be at most 100000"),
+        (["--combine", "xor"], "unknown combine 'xor'; choose one of: or, and, lower"),
+        (["--generator", "magic"], "unknown generator 'magic'; choose one of: blinkgnn"),
+        (["--min-weight", "0"], "min-weight must be in (0, 1)"),
+        (["--min-weight", "1.5"], "min-weight must be in (0, 1)"),
+        (["--split", "0.5,0.5"], "leaves none"),
+        (["--split", "0.75,0.25"], "leaves none"),
+        (["--split", "0,0.5"], "train-split and val-split must be > 0"),
+        (["--split", "0.5,0"], "train-split and val-split must be > 0"),
+        (["--dataset", "synthetic:n=1000000000"], "synthetic: n must be at most"),
+        (["--dataset", "synthetic:n=1000000,d=5000"], "feature entries is more than"),
+        # a split that leaves a part empty on a tiny graph: refused before any collection
+        (["--dataset", "synthetic:n=3,classes=2,d=4,homophily=0.5,avg_degree=0.5"], "no val"),
+        (
+            ["--dataset", "synthetic:n=6,classes=2,d=4,homophily=0.5,avg_degree=1"]
+            + ["--split", "0.5,0.45"],
+            "leaves no test nodes (3/3/0)",
+        ),
     ],
 )
 def test_user_errors_are_one_line(capsys, argv, needle):
@@ -197,3 +221,232 @@ def test_run_records_into_a_store(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "results", "--store", str(db), "--json")
     rows = json.loads(out)
     assert len(rows) == 1 and rows[0]["status"] == "done" and rows[0]["dataset"] == SMALL
+
+
+# --- boolean options are flags ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        ([], {"trust_curator": False, "center_features": True, "normalize_features": False}),
+        (["--trust-curator"], {"trust_curator": True}),
+        (["--trust-curator", "true"], {"trust_curator": True}),
+        (["--trust-curator", "false"], {"trust_curator": False}),
+        (["--trust-curator=1"], {"trust_curator": True}),
+        (["--trust-curator", "--no-trust-curator"], {"trust_curator": False}),
+        (["--no-center-features"], {"center_features": False}),
+        (["--center-features", "false"], {"center_features": False}),
+        (["--center-features", "False", "--center-features"], {"center_features": True}),
+        (["--normalize-features", "--epsilon", "3"], {"normalize_features": True}),
+    ],
+)
+def test_boolean_options_are_flags_and_still_take_a_value(argv, expected):
+    args = cli.build_parser().parse_args(["run", *argv])
+    for name, value in expected.items():
+        assert getattr(args, name) is value
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--center-features", "maybe"], "expected true or false, got 'maybe'"),
+        (["--no-trust-curator=true"], "--no-trust-curator takes no value"),
+    ],
+)
+def test_boolean_options_reject_other_values(capsys, argv, needle):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", *argv])
+    assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_help_shows_both_forms_of_a_flag():
+    text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    assert "--trust-curator [true|false], --no-trust-curator" in text
+    assert "--center-features [true|false], --no-center-features" in text
+
+
+def test_the_trust_curator_hint_is_a_command_that_works(capsys):
+    base = ["run", "--quiet", "--dataset", SMALL, "--protocol", "none", "--model", "mlp"]
+    base += ["--epochs", "2", "--backend", "local"]
+    code, _, err = run_cli(capsys, *base)
+    assert code == 2 and err.strip().endswith("add --trust-curator")
+    code, out, _ = run_cli(capsys, *base, "--trust-curator")
+    assert code == 0 and "ldpgraph run: none" in out
+
+
+# --- bad input refused up front: one line, exit 2 --------------------------------------------
+
+
+@pytest.fixture
+def not_a_dir(tmp_path):
+    """A path under a regular file: nothing can be created there (even as root)."""
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    return f / "sub"
+
+
+def _one_line_error(capsys, argv) -> str:
+    if argv[0] == "run":
+        argv = ["run", "--quiet", *argv[1:]]  # no progress lines
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["sweep", "experiments/hogs-fig8.toml", "--workers", "-2"], "--workers must be >= 0"),
+        (["sweep", "experiments/hogs-fig8.toml", "--limit", "-1"], "--limit must be >= 1"),
+        (["sweep", "experiments/hogs-fig8.toml", "--limit", "0"], "--limit must be >= 1"),
+    ],
+)
+def test_sweep_counts_are_checked(capsys, argv, needle):
+    assert needle in _one_line_error(capsys, argv)
+
+
+def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_dir, monkeypatch):
+    from ldpgraph.simulation.store import ResultsStore
+
+    def boom(*_a, **_k):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(runner, "load_dataset", boom)
+    err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--store", str(not_a_dir / "r.db")])
+    assert "--store" in err and "cannot be created" in err
+    store = tmp_path / "r.db"
+    ResultsStore(store).close()
+    err = _one_line_error(capsys, ["results", "--store", str(store), "--csv", str(not_a_dir)])
+    assert "--csv" in err
+    err = _one_line_error(capsys, ["report", "--store", str(store), "--out", str(not_a_dir)])
+    assert "--out" in err
+    err = _one_line_error(capsys, ["partition", "--dataset", SMALL, "--out", str(not_a_dir)])
+    assert "--out" in err
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        f'name = "e"\ndatasets = ["{SMALL}"]\nprotocols = ["hogs"]\nepsilons = [4]\n'
+        "[grid.g]\nlr = [0.01]\n"
+    )
+    err = _one_line_error(capsys, ["sweep", str(exp), "--grid", "g", "--store", str(not_a_dir)])
+    assert "results store" in err
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(not_a_dir))
+    err = _one_line_error(capsys, ["run", "--dataset", "cora"])
+    assert "LDPGRAPH_CACHE" in err and "cannot be created" in err
+
+
+def test_a_gpu_that_is_not_there_is_refused_up_front(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(runner, "load_dataset", lambda *_a, **_k: pytest.fail("loaded"))
+    err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--device", "cuda"])
+    assert "PyTorch sees no CUDA GPU" in err and "--device auto" in err
+
+
+def test_missing_data_says_how_to_point_at_it(capsys, tmp_path, monkeypatch):
+    """Without a data root (no --data-root, no LDPGRAPH_DATA, nothing recorded by make) and
+    without the internet, the error says how to point ldpgraph at the mirror."""
+    import sys as _sys
+    import urllib.error
+
+    from ldpgraph.simulation import datasets
+
+    def offline(*_a, **_k):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.delenv("LDPGRAPH_DATA", raising=False)
+    monkeypatch.setattr(_sys, "prefix", str(tmp_path))
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(datasets, "_download", offline)
+    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    assert "--data-root PATH or LDPGRAPH_DATA=PATH" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--data-root", str(empty)])
+    assert "--data-root PATH or LDPGRAPH_DATA=PATH" in err and str(empty) in err
+
+
+def test_the_data_root_recorded_by_make_is_used(capsys, tmp_path, monkeypatch):
+    """`make` writes its DATA to <venv>/ldpgraph-data-root; the venv's ldpgraph falls back to
+    it when neither --data-root nor LDPGRAPH_DATA is given."""
+    import os
+    import sys as _sys
+
+    from ldpgraph.simulation.datasets import DATA_ROOT_FILE
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (tmp_path / DATA_ROOT_FILE).write_text(f"{mirror}\n")
+    monkeypatch.setattr(_sys, "prefix", str(tmp_path))
+    monkeypatch.delenv("LDPGRAPH_DATA", raising=False)
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    assert f"data root {mirror} lacks" in err
+    assert os.environ["LDPGRAPH_DATA"] == str(mirror)  # exported for worker processes too
+    monkeypatch.setenv("LDPGRAPH_DATA", str(tmp_path))  # the environment wins
+    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    assert f"data root {tmp_path} lacks" in err
+
+
+def _garbage_mirror(root, *names: str) -> None:
+    from ldpgraph.simulation.datasets import DATASETS
+
+    for name in names:
+        for rel in DATASETS[name].raw_files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(b"not what you think\n" * 3)
+
+
+def test_a_damaged_dataset_file_is_named_in_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    _garbage_mirror(tmp_path / "data", "cora", "amazon-photo")
+    for name, damaged in (
+        ("amazon-photo", "Amazon/Photo/raw/amazon_electronics_photo.npz"),
+        ("cora", "Planetoid/Cora/raw/ind.cora.x"),
+    ):
+        argv = ["run", "--dataset", name, "--data-root", str(tmp_path / "data")]
+        err = _one_line_error(capsys, [*argv, "--backend", "local"])
+        assert f"cannot read {tmp_path / 'data' / damaged}" in err
+
+
+def test_one_damaged_dataset_does_not_break_the_list(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    _garbage_mirror(tmp_path / "data", "amazon-photo")
+    code, out, err = run_cli(capsys, "datasets", "--data-root", str(tmp_path / "data"))
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert " ERROR " in lines["amazon-photo"] and " yes " in lines["synthetic"]
+    assert "amazon_electronics_photo.npz" in err
+    code, out, _ = run_cli(capsys, "datasets", "--json", "--data-root", str(tmp_path / "data"))
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert "cannot read" in rows["amazon-photo"]["error"] and rows["synthetic"]["measured"]
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+
+def test_summary_states_the_unit_and_json_is_strict(capsys):
+    argv = ["run", "--quiet", "--dataset", SMALL, "--epochs", "3", "--backend", "local"]
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0
+    assert "per node" not in out  # the guarantee is per bit, not per node
+    assert "per adjacency bit" in out and "per feature bit" in out
+    code, out, _ = run_cli(capsys, *argv, "--json")
+    record = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
+    assert record["config"]["feature_share"] == 0.1 and record["config"]["center_features"]
+    assert record["training"]["collapsed"] in (True, False)
+
+
+@needs_mirror
+def test_cora_hogs_fingerprint_under_the_former_defaults():
+    """The synthetic graph of Cora, seed 0, HoGS ε = 8 with the settings `make run` used before
+    the defaults changed (δ = 0.5; centring only changes training): pinned, so the reports and
+    the reconstruction stay bit-identical."""
+    config = RunConfig(
+        dataset="cora", protocol="hogs", epsilon=8.0, seed=0, backend="local", feature_share=0.5
+    )
+    graph, _ = runner.prepare(config)
+    release, _ = runner.make_release(config, graph)
+    assert release.fingerprint().startswith("8d6d63b1")

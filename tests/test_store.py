@@ -94,9 +94,14 @@ def test_run_key_is_stable_and_ignores_non_result_keys():
     }
     assert run_key(moved) == key
     assert run_key({**c, "epsilon": 8}) == run_key({**c, "epsilon": 8.0})
-    # missing keys mean their defaults
-    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3}) == key
+    # missing keys mean their defaults, except a key added later (store.ADDED_KEY_DEFAULTS): a
+    # configuration without it was recorded before it existed, so it means the value it was
+    # added with
+    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3, "center_features": True}) == key
     assert run_key(RunConfig(dataset=DATA, epochs=3, seed=3)) == key
+    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3}) == run_key(
+        RunConfig(dataset=DATA, epochs=3, seed=3, center_features=False)
+    )
     assert config_hash(c, exclude=()) != config_hash(moved, exclude=())
 
 
@@ -110,15 +115,32 @@ def test_seed_changes_run_key_not_config_hash():
 
 def test_keys_added_later_keep_old_run_identities():
     """A run recorded before ``center_features`` existed keeps its key: at the default it was
-    added with, an added key is left out of the hash (golden value from before the key)."""
-    assert config_hash(RunConfig()) == (
-        "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
-    )
-    assert config_hash({"center_features": False}) == config_hash(RunConfig())
-    assert config_hash({"center_features": True}) != config_hash(RunConfig())
+    added with, an added key is left out of the hash (golden value from before the key, made
+    with the defaults of that time: feature_share 0.5, no centring)."""
+    golden = "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
+    old_defaults = RunConfig(feature_share=0.5, center_features=False)
+    assert config_hash(old_defaults) == golden
+    stored_before_the_key = {
+        k: v for k, v in old_defaults.to_dict().items() if k != "center_features"
+    }
+    assert config_hash(stored_before_the_key) == golden
+    assert config_hash({**stored_before_the_key, "center_features": True}) != golden
     assert set(store.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
-    for key, default in store.ADDED_KEY_DEFAULTS.items():
-        assert getattr(RunConfig(), key) == default
+
+
+def test_changed_defaults_leave_stored_identities_alone():
+    """A default that changed (store.CHANGED_DEFAULTS) changes what a new run is, never the
+    identity of a stored one: stored configurations are whole, and a key missing from one is
+    an added key, which means its value of the time."""
+    assert set(store.CHANGED_DEFAULTS) <= set(RunConfig().to_dict())
+    for key, former in store.CHANGED_DEFAULTS.items():
+        assert getattr(RunConfig(), key) != former
+    stored = RunConfig(feature_share=0.5, center_features=False).to_dict()
+    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
+    assert run_key(stored) != run_key(RunConfig())
+    del stored["center_features"]  # recorded before the key existed
+    assert canonical_config(stored)["center_features"] is False
+    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
 
 
 # --- claim / finish / fail ------------------------------------------------------------------
@@ -449,3 +471,42 @@ def test_cli_missing_store_is_one_line(capsys, tmp_path):
     assert f"no results store at {missing}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not missing.exists()
+
+
+def test_sweep_will_not_resume_runs_made_under_a_former_default(tmp_path):
+    """A sweep file that leaves a changed default (store.CHANGED_DEFAULTS) to the default, over
+    a store whose runs of that entry were made with the former value, stops with what to
+    state: resuming would start over with the new value beside the old runs."""
+    import tomllib
+
+    from ldpgraph.simulation.experiment import parse_experiment
+    from ldpgraph.simulation.sweep import SweepError, run_sweep
+
+    text = f"""
+name = "old"
+datasets = ["{DATA}"]
+protocols = ["hogs"]
+epsilons = [4]
+runs_per_config = 1
+final_runs = 1
+backend = "local"
+[fixed]
+epochs = 2
+[grid.g]
+lr = [0.01]
+"""
+    db = str(tmp_path / "old.db")
+    old = cfg(protocol="hogs", epsilon=4.0, epochs=2, feature_share=0.5, center_features=False)
+    with ResultsStore(db) as s:
+        s.finish(old, {**fake_record(old), "entry": "hogs", "phase": "search"}, sweep="old")
+    exp = parse_experiment(tomllib.loads(text), str(tmp_path / "old.toml"))
+    with pytest.raises(SweepError, match=r"feature_share = 0\.5.* in \[fixed\]"):
+        run_sweep(exp, "g", store_path=db, workers=0)
+    said: list[str] = []
+    run_sweep(exp, "g", store_path=db, workers=0, dry_run=True, say=said.append)
+    assert any("center_features = false" in m for m in said)
+    stated = text.replace("epochs = 2", "epochs = 2\nfeature_share = 0.5\ncenter_features = false")
+    exp = parse_experiment(tomllib.loads(stated), str(tmp_path / "old.toml"))
+    said.clear()
+    result = run_sweep(exp, "g", store_path=db, workers=0, dry_run=True, say=said.append)
+    assert not said and result.phases["search"].pending == 0  # the stored run is found
