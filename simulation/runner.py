@@ -88,9 +88,7 @@ def collect_and_release(
     if config.backend == "local":
         from .backends.local import run_protocol
 
-        return run_protocol(
-            protocol, graph, curator, config.seed, progress, config.node_settings()
-        )
+        return run_protocol(protocol, graph, curator, config.seed, progress, config.node_settings())
     from .backends.flower import run_protocol as run_flower
 
     return run_flower(protocol, graph, curator, config, progress)

@@ -58,10 +58,12 @@ def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
             yield
         finally:
             tempfile.tempdir = saved
+            # multiprocessing's own pymp-* dirs are removed by its finalizers at interpreter
+            # exit, after this fixture; they live in the private TMPDIR removed below.
             left = [
                 f"$TMPDIR/{n}"
                 for n in sorted(os.listdir(tmp))
-                if not any(fnmatch.fnmatch(n, g) for g in TMP_KEPT)
+                if not any(fnmatch.fnmatch(n, g) for g in (*TMP_KEPT, "pymp-*"))
             ]
             shutil.rmtree(tmp, ignore_errors=True)
     exclude = {Path(tmp).name}
