@@ -16,7 +16,7 @@ export LDPGRAPH_DATA := $(DATA)
 RECORD_DATA = printf '%s\n' '$(abspath $(DATA))' > $(VENV)/ldpgraph-data-root
 export FLWR_TELEMETRY_ENABLED := 0
 
-.PHONY: run test install install-test lint bench clean
+.PHONY: run test test-fast install install-test lint bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ test: $(VENV)/.installed-test
 	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
+
+# The inner loop: everything but the end-to-end tests marked `slow` (Flower, Ray, deployments).
+test-fast: $(VENV)/.installed-test
+	@$(RECORD_DATA)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -m "not slow"
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

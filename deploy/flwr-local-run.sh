@@ -41,7 +41,10 @@ stop_superlink() {
   pids=$(ours); [ -n "$pids" ] && kill -9 $pids 2>/dev/null
   return 0
 }
-trap stop_superlink EXIT
+# Ray's session files (sockets, logs) go to a private dir removed at the end, not /tmp/ray.
+export RAY_TMPDIR=${RAY_TMPDIR:-$(mktemp -d /tmp/ldpg-ray-XXXXXX)}
+cleanup() { stop_superlink; case $RAY_TMPDIR in /tmp/ldpg-ray-*) rm -rf "$RAY_TMPDIR";; esac; }
+trap cleanup EXIT
 
 flwr run . local --stream \
   --federation-config "num-supernodes=$N client-resources-num-cpus=1 init-args-num-cpus=$(nproc)" \

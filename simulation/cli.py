@@ -351,9 +351,10 @@ def _add_partition(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--nodes-per-file",
         type=int,
-        default=1,
+        default=0,
         metavar="K",
-        help="nodes per node file (one SuperNode hosts one file)",
+        help="nodes per node file (one SuperNode hosts one file); 0: automatic, at most 16 "
+        "node files",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the split stored for the server")
     p.add_argument("--train-split", type=float, default=0.5, help=HELP["train_split"])
@@ -656,17 +657,26 @@ def _collection_lines(col: dict[str, Any] | None) -> list[str]:
 
 def cmd_partition(args: argparse.Namespace) -> int:
     from .datasets import load_dataset
-    from .partition import write_partition
+    from .partition import automatic_nodes_per_file, write_partition
 
-    if args.nodes_per_file < 1:
-        raise UserError("--nodes-per-file must be >= 1")
+    if args.nodes_per_file < 0:
+        raise UserError("--nodes-per-file must be >= 1 (or 0 for automatic)")
+    for name, value in (("--train-split", args.train_split), ("--val-split", args.val_split)):
+        if not 0.0 <= value <= 1.0:
+            raise UserError(f"{name} must be in [0, 1], got {value}")
+    if args.train_split + args.val_split > 1.0 + 1e-12:
+        raise UserError("--train-split + --val-split must not exceed 1")
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"--out {out} exists and is not an empty directory")
     check_writable(args.out, "--out", kind="dir")
     check_cache_writable([args.dataset])
     graph = load_dataset(args.dataset, args.data_root)
+    k = args.nodes_per_file or automatic_nodes_per_file(graph.num_nodes)
     info = write_partition(
         graph,
         args.out,
-        args.nodes_per_file,
+        k,
         dataset=args.dataset,
         seed=args.seed,
         train_split=args.train_split,
@@ -675,7 +685,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
     )
     print(
         f"partition {info['partition']}: {info['nodes']} nodes in {info['files']} node files "
-        f"under {args.out}; curator file {info['curator']}"
+        f"of {k} nodes under {args.out}; curator file {info['curator']}"
     )
     return 0
 

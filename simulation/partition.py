@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,8 @@ VERSION = 1
 FILE = "curator.json"
 FEATURES = "curator-features.npy"
 BLOCK = "nodes-{:05d}"
+#: `ldpgraph partition` without --nodes-per-file writes at most this many node files.
+AUTO_FILES = 16
 
 
 class CuratorFileError(ValueError):
@@ -85,12 +89,48 @@ def write_partition(
     public_features: bool = False,
 ) -> dict[str, Any]:
     """Write one node file per block of ``nodes_per_file`` nodes and the curator file into
-    ``out`` (which must be empty or absent); returns a summary."""
+    ``out`` (which must be empty or absent); returns a summary.
+
+    Everything is checked before anything is written, and the files are written into a
+    hidden sibling directory that is renamed to ``out`` at the end: a failed or interrupted
+    partition leaves no half-written ``out`` behind (nor anybody's rows)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CuratorFileError(f"{out} exists and is not an empty directory")
     if nodes_per_file < 1:
         raise CuratorFileError("nodes-per-file must be >= 1")
+    n = graph.num_nodes
+    try:
+        split = make_split(n, seed, train_split, val_split)
+    except ValueError as exc:
+        raise CuratorFileError(f"bad split: {exc}") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        info = _write_files(
+            graph, work, nodes_per_file, split, dataset, seed, train_split, val_split,
+            public_features,
+        )  # fmt: skip
+        if out.exists():
+            out.rmdir()
+        work.rename(out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return {**info, "curator": str(out / FILE)}
+
+
+def _write_files(
+    graph: Graph,
+    out: Path,
+    nodes_per_file: int,
+    split: Any,
+    dataset: str,
+    seed: int,
+    train_split: float,
+    val_split: float,
+    public_features: bool,
+) -> dict[str, Any]:
     n = graph.num_nodes
     ident = hashlib.sha256()
     for part in (dataset, n, graph.num_features, nodes_per_file):
@@ -116,7 +156,6 @@ def write_partition(
             checksums=True,
         )
         blocks.append({"file": name, "first": first, "count": last - first})
-    split = make_split(n, seed, train_split, val_split)
     write_curator(
         out,
         partition=partition,
@@ -130,7 +169,12 @@ def write_partition(
         blocks=blocks,
         public_features=graph.x if public_features else None,
     )
-    return {"partition": partition, "nodes": n, "files": len(blocks), "curator": str(out / FILE)}
+    return {"partition": partition, "nodes": n, "files": len(blocks)}
+
+
+def automatic_nodes_per_file(num_nodes: int) -> int:
+    """The default block size: at most :data:`AUTO_FILES` node files (one per SuperNode)."""
+    return max(1, -(-num_nodes // AUTO_FILES))
 
 
 def write_curator(

@@ -125,6 +125,12 @@ def run(
         auto = " (automatic)" if config.nodes_per_client == 0 else ""
         where = f"flower: {-(-graph.num_nodes // k)} SuperNodes x {k} node-clients{auto}"
     say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {where})")
+    if config.backend == "flower" and grid is None:
+        # The bar stays at 0 until the engine is up: say why, so nobody takes it for a hang.
+        say(
+            "starting Ray and Flower's simulation engine, then a hello round to every SuperNode "
+            "(typically 10-50 s before the first report)"
+        )
     bar = _bar(graph.num_nodes, "nodes", show_progress)
     release, t = collect_and_release(config, graph, bar.update if bar else None, grid)
     if bar:

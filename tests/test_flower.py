@@ -193,6 +193,8 @@ def test_ctrl_c_stops_every_process(tmp_path):
     assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
     time.sleep(1)
     assert pids_under(ray_tmp) == [] and pids_under(str(rundir)) == []
+    # The nodes' rows (the simulation's copy of the graph) do not outlive the run.
+    assert (rundir / "ray-temp-dir").is_file() and not (rundir / "nodes").exists()
 
 
 def test_error_in_the_server_stops_every_process(tmp_path):

@@ -111,9 +111,34 @@ def test_wrong_or_corrupt_curator_files_are_refused(part, tmp_path):
 def test_partition_cli_errors(part, capsys):
     assert main(["partition", "--dataset", DATASET, "--out", str(part)]) == 2
     assert "not an empty directory" in capsys.readouterr().err
-    args = ["partition", "--dataset", DATASET, "--out", str(part / "x"), "--nodes-per-file", "0"]
+    args = ["partition", "--dataset", DATASET, "--out", str(part / "x"), "--nodes-per-file", "-1"]
     assert main(args) == 2
     assert "--nodes-per-file must be >= 1" in capsys.readouterr().err
+    # Options are checked before anything is written: nothing is left to block a rerun.
+    bad = ["partition", "--dataset", DATASET, "--out", str(part / "y"), "--train-split", "0.9",
+           "--val-split", "0.5"]  # fmt: skip
+    assert main(bad) == 2
+    assert "must not exceed 1" in capsys.readouterr().err
+    assert not (part / "y").exists()
+
+
+def test_partition_defaults_to_a_few_files_and_leaves_nothing_on_failure(tmp_path, monkeypatch):
+    from ldpgraph.simulation import partition
+
+    out = tmp_path / "auto"
+    assert main(["partition", "--dataset", DATASET, "--out", str(out)]) == 0
+    n = load_dataset(DATASET).num_nodes
+    files = sorted(p.name for p in out.glob("nodes-*"))
+    k = partition.automatic_nodes_per_file(n)
+    assert len(files) == -(-n // k) <= partition.AUTO_FILES and k == -(-n // partition.AUTO_FILES)
+
+    def broken(*_a, **_k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(partition, "write_curator", broken)
+    with pytest.raises(OSError):
+        partition.write_partition(load_dataset(DATASET), tmp_path / "half", 4, dataset=DATASET)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["auto"]
 
 
 def test_public_features_only_on_request(tmp_path):

@@ -154,13 +154,23 @@ def run_directory(config: RunConfig) -> Iterator[Path]:
     if config.run_dir:
         path = Path(config.run_dir)
         path.mkdir(parents=True, exist_ok=True)
-        yield path
+        try:
+            yield path
+        finally:
+            discard_run_data(path, ours=False)
         return
     path = Path(tempfile.mkdtemp(prefix="ldpg-"))
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        discard_run_data(path, ours=True)
+
+
+def discard_run_data(rundir: Path, ours: bool) -> None:
+    """Remove the copy of every node's rows the simulation wrote (a directory the user named
+    keeps its logs and Flower state, never the raw graph), or the whole directory we made.
+    Also called on Ctrl-C/SIGTERM before the hard exit, which skips ``finally`` blocks."""
+    shutil.rmtree(rundir if ours else rundir / "nodes", ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -240,6 +250,7 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
             kill_under(str(ray_tmp))
         shutil.rmtree(ray_tmp, ignore_errors=True)
         if EXIT_ON_INTERRUPT and isinstance(exc, KeyboardInterrupt):
+            discard_run_data(rundir, ours=not config.run_dir)
             print("ldpgraph: interrupted", file=sys.stderr, flush=True)
             os._exit(130)
         raise
