@@ -513,18 +513,10 @@ def test_centering_rescues_dense_offset_features():
     """The failure centring exists for: 2000 dense 0/1 columns around 0.45 (as the 1-bit
     mechanism reports them) with a weak class signal in a few. Raw, Adam at lr 0.01 locks the
     GCN onto one class; centred, the same run learns."""
-    rng = np.random.default_rng(0)
-    n, d, k = 200, 2000, 4
-    y = np.repeat(np.arange(k), n // k)
-    p = np.full((n, d), 0.45)
-    for c in range(k):
-        p[y == c, c * 40 : (c + 1) * 40] += 0.15
-    x = (rng.random((n, d)) < p).astype(np.float32)
-    iu, iv = np.triu_indices(n, k=1)
-    keep = rng.random(iu.size) < np.where(y[iu] == y[iv], 0.1, 0.02)
-    edges = np.stack([iu[keep], iv[keep]], axis=1).astype(np.int64)
-    perm = rng.permutation(n)
-    split = Split(perm[:100], perm[100:150], perm[150:])
+    from .test_collapse import dense_offset_graph
+
+    edges, x, y, split = dense_offset_graph(0)
+    k = 4
     acc = {}
     for center in (False, True):
         cfg = TrainConfig(lr=0.01, dropout=0.0, weight_decay=0.0, epochs=60, center_features=center)
