@@ -41,6 +41,11 @@ import numpy as np
 #: free of dp-accounting at import time; a test holds the two equal).
 PLD_DISCRETIZATION = 1e-4
 MECHANISM = "discrete-laplace"
+#: The smallest decay rate ε/Δ the mechanism accepts. Below it the noise is so wide that it
+#: protects nothing more in practice, and a float sampler breaks (numpy's geometric saturates at
+#: INT64_MAX, so G1 − G2 = 0 and the true value is sent). Protocols validate their parameters
+#: against it before a node spends any budget.
+MIN_EPSILON = 1e-3
 
 
 def _is_int(value: Any) -> bool:
@@ -67,6 +72,11 @@ class DiscreteLaplace:
             raise ValueError(f"epsilon must be a finite number > 0, got {self.epsilon}")
         if not _is_int(self.sensitivity) or self.sensitivity < 1:
             raise ValueError(f"sensitivity must be an integer >= 1, got {self.sensitivity!r}")
+        if eps / int(self.sensitivity) < MIN_EPSILON:
+            raise ValueError(
+                f"epsilon/sensitivity must be >= MIN_EPSILON = {MIN_EPSILON:g}, got "
+                f"{eps:g}/{int(self.sensitivity)}"
+            )
 
     @property
     def decay(self) -> float:
