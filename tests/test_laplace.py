@@ -1,22 +1,33 @@
-"""The discrete Laplace mechanism: its sampler against the exact pmf (a wrong scale must fail),
+"""The discrete Laplace mechanism: its exact sampler against the exact pmf (a wrong scale must
+fail), scalar and vectorised sampler against each other, the ε floor and the int64 guard,
 integer in / integer out, and its accounting against the closed form and RR composition."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from ldpgraph.protocols import accounting
+from ldpgraph.protocols import accounting, laplace
 from ldpgraph.protocols.laplace import (
+    MAX_VALUE,
     MECHANISM,
+    MIN_EPSILON,
     PLD_DISCRETIZATION,
+    RATE_DENOMINATOR,
+    SEQUENTIAL_MAX,
     DiscreteLaplace,
+    bernoulli_exp,
+    bernoulli_exp_many,
     composed_epsilon,
     discrete_laplace_event,
     discrete_laplace_part,
     discrete_laplace_pld,
+    exact_sample,
+    exact_samples,
+    sampling_rate,
 )
 
 SIGMAS = 5.0
@@ -82,12 +93,77 @@ def test_batch_equals_one_by_one_and_only_the_given_generator():
     rng = np.random.default_rng(11)
     single = [mech.perturb(int(v), rng) for v in values.ravel()]
     np.testing.assert_array_equal(batch.ravel(), single)
+    # Up to SEQUENTIAL_MAX entries (a node's k groups) a batch is exactly one-by-one.
+    values = np.arange(SEQUENTIAL_MAX, dtype=np.int64)
+    batch = mech.perturb_many(values, np.random.default_rng(12))
+    rng = np.random.default_rng(12)
+    np.testing.assert_array_equal(batch, [mech.perturb(int(v), rng) for v in values])
     # The global numpy state is neither used nor touched.
     np.random.seed(0)
     before = np.random.get_state()[1].copy()
-    again = mech.perturb_many(values, np.random.default_rng(11))
+    again = mech.perturb_many(values, np.random.default_rng(12))
     np.testing.assert_array_equal(again, batch)
     np.testing.assert_array_equal(np.random.get_state()[1], before)
+
+
+def test_large_batches_are_deterministic():
+    """The vectorised path (more than SEQUENTIAL_MAX entries): same seed, same draws."""
+    mech = DiscreteLaplace(0.7)
+    values = np.arange(-500, 500, dtype=np.int64).reshape(10, 100)
+    one = mech.perturb_many(values, np.random.default_rng(3))
+    two = mech.perturb_many(values, np.random.default_rng(3))
+    assert one.shape == values.shape and one.dtype == np.int64
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, mech.perturb_many(values, np.random.default_rng(4)))
+
+
+@pytest.mark.parametrize("n,d", [(0, 1), (1, 1), (1, 3), (2, 3), (7, 16), (5, 2**32)])
+def test_bernoulli_exp_is_exact(n, d):
+    """CKS Algorithm 1, scalar and vectorised: P[1] = e^{−n/d} within SIGMAS."""
+    p = math.exp(-n / d)
+    draws = 200_000
+    got = bernoulli_exp_many(np.full(draws, n, dtype=np.int64), d, np.random.default_rng(n + d))
+    half = SIGMAS * math.sqrt(p * (1 - p) / draws) + 1e-12
+    assert abs(got.mean() - p) <= half
+    rng = np.random.default_rng(1)
+    scalar = np.array([bernoulli_exp(n, d, rng) for _ in range(20_000)])
+    assert abs(scalar.mean() - p) <= SIGMAS * math.sqrt(p * (1 - p) / 20_000) + 1e-12
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_scalar_and_vectorised_samplers_have_the_same_law(eps):
+    """A two-sample χ² test of the scalar (entry-by-entry) against the vectorised sampler on
+    the bins k ≤ −3, −2, …, 2, k ≥ 3, and each against the exact pmf."""
+    from scipy.stats import chi2_contingency
+
+    s, t = sampling_rate(eps)
+    rng = np.random.default_rng(int(eps * 10))
+    scalar = np.array([exact_sample(s, t, rng) for _ in range(30_000)])
+    vector = exact_samples(300_000, s, t, rng)
+    edges = np.arange(-3, 3)
+
+    def bins(x: np.ndarray) -> np.ndarray:
+        return np.bincount(np.searchsorted(edges, x, side="left"), minlength=7)
+
+    table = np.stack([bins(scalar), bins(vector)])
+    table = table[:, table.min(axis=0) > 0]
+    assert chi2_contingency(table).pvalue > 1e-4
+    for sample in (scalar, vector):
+        assert pmf_inside(sample, exact_pmf(KS, eps)).all()
+
+
+def test_the_sampled_rate_is_epsilon_rounded_down():
+    for eps, sens in [(0.8, 1), (1.0, 1), (0.05, 1), (MIN_EPSILON, 1), (3.0, 3), (2.0, 3), (50, 1)]:
+        s, t = sampling_rate(eps, sens)
+        assert type(s) is int and type(t) is int and math.gcd(s, t) == 1
+        assert t <= RATE_DENOMINATOR and s < 2**62
+        # s/t ≤ ε/Δ < s/t + 2^−32, compared exactly.
+        exact = Fraction(eps) / sens
+        assert Fraction(s, t) <= exact < Fraction(s, t) + Fraction(1, RATE_DENOMINATOR)
+        assert DiscreteLaplace(eps, sens).rate == (s, t)
+    assert sampling_rate(Fraction(1, 3)) == (1431655765, 2**32)  # ⌊2^32/3⌋, exact rationals
+    assert sampling_rate(np.int64(2)) == (2, 1)
+    assert sampling_rate(1e300) == (laplace.MAX_RATE, 1)  # capped: more noise, still ε-DP
 
 
 def test_sensitivity_scales_the_noise():
@@ -100,18 +176,45 @@ def test_sensitivity_scales_the_noise():
 
 def test_extreme_budgets_stay_integers():
     rng = np.random.default_rng(1)
-    assert DiscreteLaplace(50.0).perturb(3, rng) == 3  # P[K ≠ 0] ≈ 2e^{−50}
-    tiny = DiscreteLaplace(1e-6).perturb_many(np.zeros(1000, dtype=np.int64), rng)
-    assert tiny.dtype == np.int64 and np.abs(tiny).max() > 1000
+    big = DiscreteLaplace(50.0)
+    assert big.perturb(3, rng) == 3  # P[K ≠ 0] ≈ 2e^{−50}
+    out = big.perturb_many(np.full(100_000, 3, dtype=np.int64), rng)
+    assert out.dtype == np.int64 and (out == 3).all()
+    # The widest accepted noise: finite integers with mean 0 and Var 2a/(1 − a)² ≈ 2·10^6.
+    tiny = DiscreteLaplace(MIN_EPSILON)
+    draws = 100_000
+    noise = tiny.perturb_many(np.zeros(draws, dtype=np.int64), rng)
+    assert noise.dtype == np.int64 and np.abs(noise).max() > 1000
+    var = 2 * math.exp(-MIN_EPSILON) / math.expm1(-MIN_EPSILON) ** 2
+    assert tiny.variance == pytest.approx(var, rel=1e-6)
+    assert abs(noise.mean()) <= SIGMAS * math.sqrt(tiny.variance / draws)
+    assert noise.var() == pytest.approx(tiny.variance, rel=0.05)
+    # The scalar path too (a Blink node's one degree).
+    few = np.array([tiny.perturb(0, rng) for _ in range(2000)])
+    assert abs(few.mean()) <= SIGMAS * math.sqrt(tiny.variance / 2000)
+    assert few.var() == pytest.approx(tiny.variance, rel=0.25)
 
 
-def test_rejects_bad_parameters():
-    for bad in (0.0, -1.0, math.inf, math.nan, True, "1"):
-        with pytest.raises(ValueError, match="epsilon"):
-            DiscreteLaplace(bad)
-    for bad in (0, -1, 1.0, 1.5, True):
-        with pytest.raises(ValueError, match="sensitivity"):
-            DiscreteLaplace(1.0, sensitivity=bad)
+@pytest.mark.parametrize("eps,sens", [(1e-25, 1), (1e-20, 1), (1e-18, 1), (1e-4, 1), (1.5e-3, 2)])
+def test_tiny_epsilon_is_refused(eps, sens):
+    """Regression: numpy's geometric saturated at tiny ε and the true value went out (ε = 1e-20:
+    83 % of draws), near 1e-18 value + noise overflowed int64. A server may send any ε."""
+    with pytest.raises(ValueError, match="MIN_EPSILON"):
+        DiscreteLaplace(eps, sensitivity=sens)
+    DiscreteLaplace(MIN_EPSILON)  # the floor itself is accepted
+
+
+def test_values_that_could_overflow_are_refused():
+    mech = DiscreteLaplace(1.0)
+    rng = np.random.default_rng(0)
+    assert abs(mech.perturb(MAX_VALUE, rng) - MAX_VALUE) < 100
+    for bad in (MAX_VALUE + 1, -MAX_VALUE - 1, 2**63 - 1):
+        with pytest.raises(ValueError, match="2\\^40"):
+            mech.perturb(bad, rng)
+        with pytest.raises(ValueError, match="2\\^40"):
+            mech.perturb_many(np.array([0, bad], dtype=np.int64), rng)
+    with pytest.raises(ValueError, match="2\\^40"):
+        mech.perturb_many(np.array([2**64 - 1], dtype=np.uint64), rng)
 
 
 def test_module_imports_no_accounting_or_torch():
@@ -144,10 +247,12 @@ def test_accountant_matches_closed_form(eps):
     acc = pld.PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE, PLD_DISCRETIZATION)
     acc.compose(discrete_laplace_event(eps))
     assert acc.get_epsilon(0.0) == pytest.approx(own, abs=1e-9)
-    # The exact likelihood ratio of neighbouring counts: P[k]/P[k+1] ≤ e^ε, with equality.
+    # The exact likelihood ratio of neighbouring counts of the law sampled (rate ε rounded
+    # down to a multiple of 2^−32): P[k]/P[k+1] ≤ e^ε, with equality up to that rounding.
     pmf = DiscreteLaplace(eps).pmf(np.arange(-5, 6))
     ratios = np.log(pmf[:-1] / pmf[1:])
-    assert np.abs(ratios).max() == pytest.approx(eps, rel=1e-9)
+    assert np.abs(ratios).max() <= eps + 1e-12
+    assert np.abs(ratios).max() == pytest.approx(eps, abs=2**-32 + 1e-12)
 
 
 def test_accountant_with_sensitivity():
