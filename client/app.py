@@ -37,7 +37,7 @@ from ldpgraph.protocols.reports import (
 )
 
 from .budget import REFUSED, Ledger, NodeConfigError, NodeSettings, admit_nodes
-from .nodedata import NodeStore, open_store
+from .nodedata import NodeDataError, NodeStore, open_store
 
 log = logging.getLogger("ldpgraph.client")
 
@@ -55,11 +55,13 @@ class Hosted:
         self.nodes = nodes
         self.settings = settings
         meta = store.meta
+        # The ledger's key: the graph's content (`ldpgraph partition` records it), so that a
+        # re-partition of the same graph into other blocks does not start a fresh budget.
+        fallback = f"{store.num_nodes}:{store.num_features}:{meta.get('first')}:{meta.get('count')}"
         self.graph = (
-            store.partition
-            or hashlib.sha256(
-                f"{store.num_nodes}:{store.num_features}:{meta.get('first')}:{meta.get('count')}".encode()
-            ).hexdigest()[:16]
+            str(meta.get("graph") or "")
+            or store.partition
+            or hashlib.sha256(fallback.encode()).hexdigest()[:16]
         )
         self.ledger = Ledger(settings.ledger, self.graph, durable=settings.durable)
 
@@ -75,7 +77,13 @@ def hosted(context: Context, cfg: dict[str, Any]) -> Hosted:
         settings = NodeSettings.from_node_config(node_cfg, default_ledger, durable=True)
         return Hosted(store, list(store.node_ids), settings)
     # Simulation: the harness wrote the store and every simulated node's settings beside it.
+    # Only a store the harness marked as such serves this path (a deployed node file is not).
     store = open_store(str(cfg["data"]))
+    if SIMULATED_SETTINGS not in store.meta:
+        raise NodeDataError(
+            f"{store.path} is not a simulation node store; a deployed SuperNode needs its own "
+            "node file in its node config (data-file=...)"
+        )
     k = int(cfg["nodes-per-client"])
     first = int(node_cfg["partition-id"]) * k
     last = min(store.first + store.count, first + k)

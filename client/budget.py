@@ -41,6 +41,9 @@ LEDGER_FORMAT = "ldpgraph-ledger"
 LEDGER_VERSION = 1
 #: What a refusal tells the server: nothing about the node's budget, spending or consent.
 REFUSED = "refused"
+#: The smallest charge a node accepts. A round costing less is refused: its spend could vanish
+#: in a floating-point sum, and mechanisms degenerate at vanishing ε.
+MIN_CHARGE = 1e-6
 
 
 class Refusal(Exception):
@@ -163,7 +166,7 @@ class Book:
             return  # raw data to a trusted curator is outside the LDP budget, by its choice
         if settings.budget is None:
             raise Refusal(f"node {node} has no finite budget in its own configuration")
-        if not math.isfinite(cost) or cost <= 0:
+        if not math.isfinite(cost) or cost < MIN_CHARGE:
             raise Refusal(f"node {node} refuses a round with cost ε={cost}")
         key = str(node)
         if settings.seed is not None and round_ in self.seeded_rounds.get(key, ()):
@@ -211,10 +214,7 @@ class Ledger:
             fcntl.flock(lock, fcntl.LOCK_EX)
             doc = self._read()
             entry = doc["graphs"].setdefault(self.graph, {"spent": {}, "seeded_rounds": {}})
-            book = Book(
-                {k: float(v) for k, v in entry["spent"].items()},
-                {k: [int(r) for r in v] for k, v in entry["seeded_rounds"].items()},
-            )
+            book = self._book(entry)
             yield book
             entry["spent"], entry["seeded_rounds"] = book.spent, book.seeded_rounds
             self._write(doc)
@@ -223,6 +223,18 @@ class Ledger:
         """What ``node`` has spent on this graph so far."""
         with self.open() as book:
             return float(book.spent.get(str(node), 0.0))
+
+    def _book(self, entry: Any) -> Book:
+        """The stored entry, checked: a value that is not a finite spend ≥ 0 (NaN would admit
+        every later round) or a broken structure refuses, never counts as nothing spent."""
+        try:
+            spent = {str(k): float(v) for k, v in entry["spent"].items()}
+            rounds = {str(k): [int(r) for r in v] for k, v in entry["seeded_rounds"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise Refusal(f"the ledger {self.path} is damaged ({exc!r}); refusing") from None
+        if not all(math.isfinite(v) and v >= 0 for v in spent.values()):
+            raise Refusal(f"the ledger {self.path} holds an invalid spend; refusing")
+        return Book(spent, rounds)
 
     def _read(self) -> dict[str, Any]:
         assert self.path is not None

@@ -64,6 +64,12 @@ class LdpProtocol(ABC):
     def schema(self, round_: int) -> ReportSchema:
         """What the report of this round carries."""
 
+    def public_message(self, round_: int, seed: int) -> dict[str, Any]:
+        """Public values the server adds to round ``round_``'s message, derived from the run
+        seed (e.g. LDPGen's initial partition). Never a node's randomness: a node draws its
+        noise from its own streams."""
+        return {}
+
     def num_features(self, round_: int, message: dict[str, Any], d: int) -> int:
         """Length of the feature part of this round's reports (default: the graph's d; a
         protocol whose round reports another vector, like LDPGen's degree vector, says so)."""

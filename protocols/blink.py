@@ -67,7 +67,7 @@ from .accounting import ACCOUNTANT, bit_part, unit_summary
 from .assemble import adjacency_reports, feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .laplace import DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features, noisy_row
 from .rng import DEGREE, node_rng
 from .types import NodeView, PrivacyReport, Release, Report
@@ -452,6 +452,13 @@ class BlinkParams:
             raise ValueError(f"steps (l) must be a non-negative integer, got {self.steps}")
         if not 0.0 < self.min_weight < 1.0:
             raise ValueError(f"min weight must be in (0, 1), got {self.min_weight}")
+        # Refused before a node is charged: the degree's discrete Laplace needs a meaningful ε
+        # (a vanishing ε_d would be a server's way to read the true degree).
+        if not self.eps_degree >= MIN_EPSILON:
+            raise ValueError(
+                f"ε_d = {self.eps_degree:g} is below the smallest ε {MIN_EPSILON:g} (raise "
+                "degree-share or ε)"
+            )
 
     @property
     def eps_features(self) -> float:

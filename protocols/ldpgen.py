@@ -63,7 +63,7 @@ from .assemble import feature_reports
 from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .graph import canonical_edges
 from .hogs import reconstruct_features
-from .laplace import DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features
 from .rng import DEGREE, node_rng, stage_rng
 from .types import NodeView, PrivacyReport, Release, Report
@@ -72,6 +72,11 @@ GENERATORS = ("blinkgnn", "chunglu")
 #: Message keys of round 1: the number of groups k1 and ξ1 as int32 bytes.
 MSG_K = "ldpgen_k"
 MSG_GROUPS = "ldpgen_groups"
+#: The most groups a degree vector may have (a server-chosen k0 sizes each node's report).
+MAX_GROUPS = 4096
+#: Round 0's public partition seed: ξ0 is the same for every node (and the server) because the
+#: server sends it, not because the nodes share a stream (a deployed node's own seed is entropy).
+MSG_P0 = "ldpgen_partition0_seed"
 KMEANS_RESTARTS = 4
 KMEANS_MAX_ITER = 300
 F_COEF = 2.0 * (1.0 + math.sqrt(5.0))  # the 2(1+√5) of f(D)
@@ -360,14 +365,19 @@ class LdpGenParams:
             raise ValueError(f"feature share must be in (0, 1), got {self.feature_share}")
         if not 0.0 < self.phase_share < 1.0:
             raise ValueError(f"phase share must be in (0, 1), got {self.phase_share}")
-        if int(self.k0) != self.k0 or self.k0 < 1:
-            raise ValueError(f"k0 must be a positive integer, got {self.k0}")
+        if int(self.k0) != self.k0 or not 1 <= self.k0 <= MAX_GROUPS:
+            raise ValueError(f"k0 must be an integer in [1, {MAX_GROUPS}], got {self.k0}")
         if int(self.k1) != self.k1 or self.k1 < 0:
             raise ValueError(f"k1 must be a non-negative integer (0: the rule), got {self.k1}")
         if self.generator not in GENERATORS:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
         if self.steps < 0 or int(self.steps) != self.steps:
             raise ValueError(f"steps must be a non-negative integer, got {self.steps}")
+        # Refused before a node is charged: the degree vectors' discrete Laplace needs a
+        # meaningful ε (a vanishing one would be a server's way to read the true counts).
+        for name, eps in (("ε1", self.eps1), ("ε2", self.eps2)):
+            if not eps >= MIN_EPSILON:
+                raise ValueError(f"{name} = {eps:g} is below the smallest ε {MIN_EPSILON:g}")
 
     @property
     def eps_graph(self) -> float:
@@ -429,6 +439,10 @@ class LdpGenProtocol(LdpProtocol):
             return ReportSchema(adjacency=False, features=True)
         raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
 
+    def public_message(self, round_: int, seed: int) -> dict[str, Any]:
+        """Round 0 carries the seed of ξ0 (public: the run seed the server derives it from)."""
+        return {MSG_P0: int(seed)} if round_ == 0 else {}
+
     @staticmethod
     def num_features(round_: int, message: dict[str, Any], d: int) -> int:
         """What the server validates a report's feature length against: d in round 0 (the
@@ -449,7 +463,10 @@ class LdpGenProtocol(LdpProtocol):
         n = view.num_nodes
         rng = node_rng(seed, view.node_id, round_, DEGREE)
         if round_ == 0:
-            counts = group_degrees(view.neighbors, self.partition0(seed, n), p.k0)
+            p0 = server_msg.get(MSG_P0, seed)  # the server's public seed; tests may omit it
+            if isinstance(p0, bool) or not isinstance(p0, int) or not 0 <= p0 < 2**63:
+                raise ValueError(f"{MSG_P0} must be an integer in [0, 2^63), got {p0!r}")
+            counts = group_degrees(view.neighbors, self.partition0(p0, n), p.k0)
             noisy = DiscreteLaplace(p.eps1).perturb_many(counts, rng)
             extras = dict(zip(extra_names(p.k0), (float(v) for v in noisy), strict=True))
             feats = None if p.public_features else noisy_features(view, p.eps_features, seed, 0)

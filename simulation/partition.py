@@ -132,12 +132,20 @@ def _write_files(
     public_features: bool,
 ) -> dict[str, Any]:
     n = graph.num_nodes
+    edges = np.ascontiguousarray(graph.edges).tobytes()
+    x = np.ascontiguousarray(graph.x).tobytes()
     ident = hashlib.sha256()
     for part in (dataset, n, graph.num_features, nodes_per_file):
         ident.update(f"{part}\0".encode())
-    ident.update(np.ascontiguousarray(graph.edges).tobytes())
-    ident.update(np.ascontiguousarray(graph.x).tobytes())
+    ident.update(edges)
+    ident.update(x)
     partition = ident.hexdigest()[:16]
+    content = hashlib.sha256(f"{dataset}\0{n}\0{graph.num_features}\0".encode())
+    content.update(edges)
+    content.update(x)
+    # The graph's own id (not the block size): the key of every node's ledger, so that
+    # re-partitioning the same graph does not hand its nodes a fresh budget.
+    graph_id = content.hexdigest()[:16]
     adj = graph.adjacency()
     blocks = []
     for i, first in enumerate(range(0, n, nodes_per_file)):
@@ -154,6 +162,7 @@ def _write_files(
             feature_domain=graph.feature_domain,
             partition=partition,
             checksums=True,
+            extra={"graph": graph_id},
         )
         blocks.append({"file": name, "first": first, "count": last - first})
     write_curator(

@@ -204,9 +204,8 @@ def collect_reports(config: RunConfig, graph: Graph) -> tuple[Any, Any, CuratorV
     if protocol.rounds != 1:
         return protocol, None, curator, 0.0
     t0 = time.perf_counter()
-    result = collect_round(
-        protocol, graph, 0, protocol.config(), config.seed, settings=config.node_settings()
-    )
+    msg = {**protocol.config(), **protocol.public_message(0, config.seed)}
+    result = collect_round(protocol, graph, 0, msg, config.seed, settings=config.node_settings())
     require_reports(protocol.name, 0, len(result.reports), graph.num_nodes, result.missing.size)
     return protocol, result, curator, time.perf_counter() - t0
 

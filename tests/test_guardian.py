@@ -23,7 +23,7 @@ from ldpgraph.client.budget import (
     admit_nodes,
     parse_budget,
 )
-from ldpgraph.client.nodedata import open_store, write_store
+from ldpgraph.client.nodedata import NodeDataError, open_store, write_store
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.mechanisms import RandomizedResponse
 from ldpgraph.protocols.registry import make_protocol
@@ -70,7 +70,10 @@ def context(node_file, **node_config) -> Context:
 
 
 def request(protocol: str = "hogs", round_: int = 0, **params) -> dict:
-    proto = make_protocol(protocol, **({"epsilon": 4.0} | params))
+    try:
+        proto = make_protocol(protocol, **({"epsilon": 4.0} | params))
+    except ValueError:  # a hostile value: the message carries it all the same
+        proto = make_protocol(protocol, epsilon=4.0)
     return {
         "op": "report",
         "round": round_,
@@ -312,3 +315,74 @@ def test_start_supernode_requires_a_finite_budget(budget):
     done = subprocess.run(args, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "--budget" in done.stderr
+
+
+# -- review findings: vanishing ε, damaged ledgers, the mode switch, the ledger's key ------------
+
+
+@pytest.mark.parametrize(
+    "protocol,params",
+    [
+        ("ldpgen", {"epsilon": 1e-25}),
+        ("blink-hard", {"epsilon": 1.0, "degree_share": 1e-30}),
+        ("hogs", {"epsilon": 1e-9}),
+    ],
+)
+def test_vanishing_epsilon_is_refused_before_any_charge(node_file, protocol, params):
+    """A server asking for ε → 0 would get exact counts from a degenerate sampler (and a
+    charge that vanishes in the sum): refused, and nothing is charged."""
+    ctx = context(node_file, budget=5.0)
+    assert_bare_refusals(client_app.answer(request(protocol, **params), ctx))
+    ledger = node_file.with_name(node_file.name + ".ledger.json")
+    if ledger.exists():
+        spent = json.loads(ledger.read_text())["graphs"].get(PARTITION, {}).get("spent", {})
+        assert not any(spent.values())
+
+
+@pytest.mark.parametrize("damage", ["NaN", "-5.0", '"x"'])
+def test_a_damaged_ledger_refuses(tmp_path, damage):
+    path = tmp_path / "ledger.json"
+    path.write_text(
+        '{"format": "ldpgraph-ledger", "version": 1, "graphs": {"g": {"spent": {"0": '
+        + damage
+        + '}, "seeded_rounds": {}}}}'
+    )
+    admitted, refused = admit_nodes(Ledger(path, "g"), [0], 1.0, 0, NodeSettings(budget=9.0), False)
+    assert admitted == [] and 0 in refused
+    path.write_text('{"format": "ldpgraph-ledger", "version": 1, "graphs": {"g": {}}}')
+    assert admit_nodes(Ledger(path, "g"), [0], 1.0, 0, NodeSettings(budget=9.0), False)[0] == []
+
+
+def test_a_deployed_node_file_never_serves_the_simulation_path(node_file):
+    """Without data-file a node would read the store the server names: only a store the
+    simulation harness marked serves that path."""
+    ctx = Context(run_id=1, node_id=7, node_config={"partition-id": 0}, state=RecordDict(),
+                  run_config={})  # fmt: skip
+    msg = {**request(), "data": str(node_file), "nodes-per-client": 5}
+    with pytest.raises(NodeDataError, match="not a simulation node store"):
+        client_app.answer(msg, ctx)
+
+
+def test_the_ledger_key_is_the_graph_not_the_partition(tmp_path):
+    """Re-partitioning the same graph into other blocks does not start a fresh budget."""
+    from ldpgraph.simulation.partition import write_partition
+
+    graph = load_dataset("synthetic:n=40,classes=2,d=8,seed=1")
+    metas = []
+    for k in (10, 20):
+        write_partition(graph, tmp_path / f"p{k}", k, dataset="synthetic")
+        metas.append(json.loads((tmp_path / f"p{k}" / "nodes-00000" / "meta.json").read_text()))
+    assert metas[0]["partition"] != metas[1]["partition"]
+    assert metas[0]["graph"] == metas[1]["graph"]
+    open_store.cache_clear()
+    ledger = tmp_path / "shared.ledger.json"
+    for k in (10, 20):
+        ctx = Context(run_id=1, node_id=7, state=RecordDict(), run_config={}, node_config={
+            "data-file": str(tmp_path / f"p{k}" / "nodes-00000"), "budget": 4.0,
+            "ledger": str(ledger)})  # fmt: skip
+        msg = {**request(epsilon=4.0), "num-nodes": 40, "partition": metas[k == 20]["partition"]}
+        records = client_app.answer(msg, ctx)
+        refused = ["refused" in dict(records[node_record_name(i)]) for i in range(k)]
+        # Nodes 0-9 spent their budget through the 10-node files: refused in the 20-node ones.
+        assert refused == ([False] * 10 if k == 10 else [True] * 10 + [False] * 10)
+    open_store.cache_clear()

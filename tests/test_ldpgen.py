@@ -463,3 +463,36 @@ def test_bad_parameters():
             make("ldpgen", **kw)
     with pytest.raises(ValueError, match="feature share"):
         make("fp-ldpgen", epsilon=1.0, feature_share=1.0)
+
+
+def test_round0_partition_comes_from_the_servers_public_seed(monkeypatch):
+    """ξ0 must be the same for every node although each deployed node draws its noise from
+    its own entropy: the server sends its seed in round 0's message (public_message)."""
+    from ldpgraph.protocols import ldpgen
+
+    class NoNoise:
+        def __init__(self, *_a, **_k) -> None:
+            pass
+
+        def perturb_many(self, values, _rng):
+            return np.asarray(values)
+
+    monkeypatch.setattr(ldpgen, "DiscreteLaplace", NoNoise)
+    proto = make("ldpgen", epsilon=4.0, k0=5)
+    n = 60
+    msg = {**proto.config(), **proto.public_message(0, 7)}
+    assert proto.public_message(1, 7) == {}
+    want = ldpgen.group_degrees(np.arange(10, 40), ldpgen.initial_partition(7, n, 5), 5)
+    for stream_seed in (1, 2**100, 12345):  # three nodes' own, unrelated seeds
+        view = NodeView(3, np.arange(10, 40), np.zeros(4), n)
+        got = proto.client_step(0, view, msg, stream_seed).extras
+        assert [got[f"deg{g}"] for g in range(5)] == want.tolist()
+    with pytest.raises(ValueError, match="partition0_seed"):
+        proto.client_step(0, view, {**msg, ldpgen.MSG_P0: -1}, 1)
+
+
+def test_hostile_ldpgen_parameters_are_rejected():
+    with pytest.raises(ValueError, match="k0"):
+        make("ldpgen", epsilon=4.0, k0=10**9)
+    with pytest.raises(ValueError, match="smallest"):
+        make("ldpgen", epsilon=1e-25)

@@ -92,7 +92,10 @@ def release_over_grid(
             k = config.resolved_nodes_per_client(n)
         expected = -(-n // k)
     store = workdir / "nodes"
-    if graph is not None and not (store / "meta.json").is_file():
+    if graph is not None:
+        # Always fresh: a store left in a named run directory by a killed run would carry that
+        # run's node settings and ledgers.
+        shutil.rmtree(store, ignore_errors=True)
         write_node_store(graph, store, config.node_settings())
     collector = GridCollector(
         grid,
@@ -115,7 +118,7 @@ def release_over_grid(
     collector.progress = progress
     # Nothing about a node's budget, consent or randomness travels in a round message.
     base = dict(where)
-    msg: dict[str, Any] = protocol.config()
+    msg: dict[str, Any] = {**protocol.config(), **protocol.public_message(0, config.seed)}
     rounds = []
     for round_ in range(protocol.rounds):
         t1 = time.perf_counter()
@@ -141,7 +144,7 @@ def release_over_grid(
                 ),
             }
             return out, timings
-        msg = {**protocol.config(), **out}
+        msg = {**protocol.config(), **out, **protocol.public_message(round_ + 1, config.seed)}
     raise RuntimeError(f"protocol {protocol.name} finished its rounds without a release")
 
 

@@ -85,7 +85,7 @@ def run_protocol(
     if settings is None:
         settings = NodeSettings(budget=total_epsilon(protocol), seed=seed)
     ledger = Ledger(None, "local")
-    msg: dict[str, Any] = protocol.config()
+    msg: dict[str, Any] = {**protocol.config(), **protocol.public_message(0, seed)}
     timings = {"collect": 0.0, "reconstruct": 0.0}
     rounds = []
     for round_ in range(protocol.rounds):
@@ -111,7 +111,7 @@ def run_protocol(
                 {"backend": "local", "rounds": rounds, "node_randomness": settings.randomness}
             )
             return out, timings
-        msg = {**protocol.config(), **out}
+        msg = {**protocol.config(), **out, **protocol.public_message(round_ + 1, seed)}
     raise RuntimeError(f"protocol {protocol.name} finished its rounds without a release")
 
 
