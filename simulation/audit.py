@@ -8,8 +8,9 @@ event is chosen on the first half of the draws and estimated on the second half,
 is a valid (1 − α) lower bound on the mechanism's true ε whatever event was chosen. A lower
 bound can never prove that a mechanism is private; it can only catch one that spends more than
 it claims (a wrong flip probability, a floating-point Laplace that leaks through the float
-grid). One row per (mechanism, ε); the α of a run is split evenly over its rows (Bonferroni),
-so the whole table holds at confidence 1 − α and a FAIL is a finding, not a coin toss.
+grid: outputs that numpy's Laplace sampler can produce from x₀ but not from x₁). One row per
+(mechanism, ε); the α of a run is split evenly over its rows (Bonferroni), so the whole table
+holds at confidence 1 − α and a FAIL is a finding, not a coin toss.
 
 The registry :data:`AUDITS` names the auditable mechanisms as a node runs them; a test may add
 a planted one. Every draw comes from a generator derived from (seed, mechanism, ε), so a row
@@ -87,13 +88,15 @@ class EventFamily:
 
 
 def unreachable(y: np.ndarray, base: float) -> np.ndarray:
-    """Which float outputs y no float noise c can produce as fl(base + c).
+    """Which float outputs y no float noise c at all can produce as fl(base + c).
 
     Tries c = fl(y − base) and its two neighbouring floats: an output that was made from
     ``base`` is found by one of them (checked empirically; a miss would only weaken the audit,
     never invalidate it, because the event is fixed before the estimation draws). An additive
     mechanism on floats whose output from x₀ cannot have come from x₁ is not ε-DP for any ε
-    (Mironov 2012); on integer outputs this event never fires.
+    (Mironov 2012). This check knows nothing of the sampler, so it only fires where the float
+    grid of y is finer than that of the noise (large |noise|); :func:`unreachable_laplace`
+    models numpy's Laplace sampler and fires far more often.
     """
     y = np.asarray(y, dtype=np.float64)
     c = y - base
@@ -103,19 +106,98 @@ def unreachable(y: np.ndarray, base: float) -> np.ndarray:
     return ~ok
 
 
+#: numpy's Laplace sampler draws U = j·2^−53, j uniform on {1, …, 2^53 − 1} (``next_double``;
+#: U = 0 is redrawn); j < 2^52 is the U < 1/2 branch.
+_J_MAX = (1 << 53) - 1
+_TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
+#: Half-width of the first bracket around the inverse of the sampler (a speed setting only).
+LAPLACE_BRACKET = 1 << 8
+
+
+def numpy_laplace_output(j: np.ndarray, base: float, scale: float) -> np.ndarray:
+    """The output ``base + rng.laplace(0, scale)`` (= ``rng.laplace(base, scale)``) when numpy's
+    sampler gets the uniform U = j·2^−53, with numpy's own float operations (numpy/random/src/
+    distributions/distributions.c, ``random_laplace``): U ≥ 1/2 gives
+    base − scale·log(2 − U − U), U < 1/2 gives base + scale·log(U + U)."""
+    u = np.asarray(j, dtype=np.int64).astype(np.float64) * _TWO_TO_MINUS_53
+    upper = u >= 0.5
+    with np.errstate(divide="ignore"):
+        term = scale * np.log(np.where(upper, (2.0 - u) - u, u + u))
+    return np.where(upper, base - term, base + term)
+
+
+def unreachable_laplace(y: np.ndarray, base: float, scale: float) -> np.ndarray:
+    """Which float outputs y numpy's Laplace sampler at ``scale`` cannot produce from ``base``:
+    no j in {1, …, 2^53 − 1} has :func:`numpy_laplace_output` (j) == y.
+
+    The output is non-decreasing in j (the U < 1/2 branch gives outputs ≤ base, the other
+    ≥ base, and log, the products and the sums are monotone in their argument), so a
+    vectorised binary search over j for the first output ≥ y decides it exactly (at most 53
+    steps; ~9 from a bracket around the sampler's inverse). The sampler reaches only 2^53 − 1
+    noise values, about scale·2^−52·e^{|noise|/scale} apart: where that spacing exceeds the
+    float spacing of y, most floats are not reachable from a given base, and the outputs of a
+    neighbouring base lie on a different, mostly disjoint set. That is the float-grid leak
+    (Mironov 2012) as numpy's sampler has it (for ε = 1, 4, 8 about 30 %, 60 %, 97 % of the
+    outputs of degree 4 cannot come from degree 5; the sampler-agnostic :func:`unreachable`
+    finds ~1 %, ~0, 0). The model matches ``Generator.laplace`` bit for bit (a test checks it
+    on numpy's own draws); a mismatch (another numpy, another ``log``) would only weaken the
+    audit, never invalidate it, because the event is fixed before the estimation draws.
+    """
+    y = np.asarray(y, dtype=np.float64).ravel()
+    # Start from the inverse of the sampler (j ≈ 2^52·e^{(y−b)/scale} below the base,
+    # 2^53 − 2^52·e^{−(y−b)/scale} above it) ± LAPLACE_BRACKET; where that bracket does not
+    # hold the answer (checked), search all of {1, …, 2^53 − 1}.
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = (y - base) / scale
+        guess = np.where(
+            d < 0,
+            2.0**52 * np.exp(np.minimum(d, 0.0)),
+            2.0**53 - 2.0**52 * np.exp(-np.maximum(d, 0.0)),
+        )
+    guess = np.clip(np.nan_to_num(guess, nan=1.0), 1.0, float(_J_MAX)).astype(np.int64)
+    lo = np.maximum(guess - LAPLACE_BRACKET, 1)
+    hi = np.minimum(guess + LAPLACE_BRACKET, _J_MAX)
+    with np.errstate(invalid="ignore"):
+        holds = (lo == 1) | (numpy_laplace_output(lo, base, scale) < y)
+        holds &= (hi == _J_MAX) | (numpy_laplace_output(hi, base, scale) >= y)
+    lo[~holds], hi[~holds] = 1, _J_MAX
+    # Binary search for the first j in [lo, hi] whose output is >= y (hi if none).
+    todo = np.flatnonzero(lo < hi)
+    while todo.size:
+        a, b = lo[todo], hi[todo]
+        mid = (a + b) // 2
+        above = numpy_laplace_output(mid, base, scale) >= y[todo]
+        lo[todo] = np.where(above, a, mid + 1)
+        hi[todo] = np.where(above, mid, b)
+        todo = todo[lo[todo] < hi[todo]]
+    return numpy_laplace_output(lo, base, scale) != y
+
+
 def numeric_events(
-    lo: int, hi: int, reachable_from: Sequence[float] = (), name: str = "y"
+    lo: int,
+    hi: int,
+    reachable_from: Sequence[float] = (),
+    name: str = "y",
+    laplace_scale: float | None = None,
 ) -> EventFamily:
     """Points {y = k}, thresholds {y ≤ t} and {y ≥ t} for integers k, t in [lo, hi], and for
-    each base b in ``reachable_from`` the event "y is not reachable from b" (float grid)."""
+    each base b in ``reachable_from`` the event "y is not reachable from b" by any float noise
+    (:func:`unreachable`) and, with ``laplace_scale``, by numpy's Laplace sampler at that scale
+    (:func:`unreachable_laplace`). The reachability of an output is decided once per distinct
+    value (an integer mechanism has few)."""
     grid = np.arange(int(lo), int(hi) + 1, dtype=np.float64)
+    bases = tuple(float(b) for b in reachable_from)
+    scale = None if laplace_scale is None else float(laplace_scale)
     labels = (
         [f"{name} = {k:g}" for k in grid]
         + [f"{name} ≤ {t:g}" for t in grid]
         + [f"{name} ≥ {t:g}" for t in grid]
-        + [f"{name} not reachable from {b:g} (float grid)" for b in reachable_from]
+        + [f"{name} not reachable from {b:g} (float grid)" for b in bases]
     )
-    bases = tuple(float(b) for b in reachable_from)
+    if scale is not None:
+        labels += [
+            f"{name} not reachable from {b:g} (numpy Laplace, scale {scale:g})" for b in bases
+        ]
 
     def count(y: np.ndarray) -> np.ndarray:
         y = np.asarray(y)
@@ -123,7 +205,14 @@ def numeric_events(
         le = np.searchsorted(ys, grid, side="right")
         lt = np.searchsorted(ys, grid, side="left")
         parts = [le - lt, le, ys.shape[0] - lt]
-        parts += [np.asarray([int(unreachable(y, b).sum())]) for b in bases]
+        if bases:
+            values, per_value = np.unique(ys, return_counts=True)
+            parts += [np.asarray([per_value[unreachable(values, b)].sum()]) for b in bases]
+            if scale is not None:
+                parts += [
+                    np.asarray([per_value[unreachable_laplace(values, b, scale)].sum()])
+                    for b in bases
+                ]
         return np.concatenate(parts).astype(np.int64)
 
     return EventFamily(tuple(labels), count)
@@ -164,6 +253,55 @@ def register(audit: Auditable) -> Auditable:
     return audit
 
 
+#: The audited adjacency row: 8 bits; ``RR_ROWS[0]`` and ``RR_ROWS[1]`` are the positions of
+#: its 1-bits in the two neighbouring rows (they differ in bit 4 only). Few 1-bits on purpose:
+#: ``perturb_row`` with ``exclude`` pays ~1 µs per 1-bit in ``np.union1d`` (numpy 2.4's hash
+#: unique), so a row with one more 1-bit per block makes the rr rows ~3× slower (3 s → 10 s).
+RR_ROW_LENGTH = 8
+RR_ROWS: tuple[tuple[int, ...], tuple[int, ...]] = ((), (4,))
+
+
+def rr_row_draw(mech: Any, which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n independent reports of the 8-bit row ``RR_ROWS[which]`` by the node's own sparse
+    sampler :meth:`RandomizedResponse.perturb_row`, as 8-bit codes (bit i: column i reported).
+
+    One call does them all: the row handed to ``perturb_row`` is the node's own (excluded)
+    column 0 followed by n blocks of 8 columns, each holding the audited row, as a node of a
+    graph with 1 + 8n nodes would send it. ``perturb_row`` claims the law of independent
+    flipping of every bit, under which the blocks are n independent reports of the 8-bit row
+    (a sampler that broke that claim, e.g. correlated blocks, is a bug the audit may report
+    as a FAIL too). One call per report would cost ~30 µs each (minutes for the audit).
+    """
+    block = np.asarray(RR_ROWS[which], dtype=np.int64)
+    ones = (1 + RR_ROW_LENGTH * np.arange(n, dtype=np.int64)[:, None] + block).ravel()
+    out = mech.perturb_row(ones, 1 + RR_ROW_LENGTH * n, rng, exclude=0).astype(np.int64)
+    if out.size and out[0] == 0:
+        raise RuntimeError("perturb_row reported the node's own (excluded) column")
+    col = out - 1
+    codes = np.bincount(
+        col // RR_ROW_LENGTH, weights=np.left_shift(1, col % RR_ROW_LENGTH), minlength=n
+    )
+    return codes.astype(np.int64)
+
+
+def row_events(length: int) -> EventFamily:
+    """For a row reported as a ``length``-bit code: {bit i = 1}, {bit i = 0} for every i, and
+    {reported row = r} for every row r (written bit 0 first, like the inputs)."""
+    labels = (
+        [f"bit {i} reported" for i in range(length)]
+        + [f"bit {i} not reported" for i in range(length)]
+        + [f"reported row = {format(c, f'0{length}b')[::-1]}" for c in range(1 << length)]
+    )
+
+    def count(codes: np.ndarray) -> np.ndarray:
+        codes = np.asarray(codes, dtype=np.int64)
+        points = np.bincount(codes, minlength=1 << length)
+        ones = np.array([((codes >> i) & 1).sum() for i in range(length)], dtype=np.int64)
+        return np.concatenate([ones, codes.shape[0] - ones, points]).astype(np.int64)
+
+    return EventFamily(tuple(labels), count)
+
+
 def _rr(eps: float) -> Trial:
     from ldpgraph.protocols.accounting import bit_part
     from ldpgraph.protocols.mechanisms import RandomizedResponse
@@ -172,14 +310,17 @@ def _rr(eps: float) -> Trial:
     unit = "one adjacency bit (edge LDP)"
 
     def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        return mech.perturb_bits(np.full(n, which, dtype=np.uint8), rng)
+        return rr_row_draw(mech, which, n, rng)
+
+    def row(which: int) -> str:
+        return "".join("1" if i in RR_ROWS[which] else "0" for i in range(RR_ROW_LENGTH))
 
     return Trial(
         draw,
-        numeric_events(0, 1),
+        row_events(RR_ROW_LENGTH),
         bit_part("adjacency", unit, eps)["epsilon"],
-        ("bit 0", "bit 1"),
-        "adjacency bit",
+        (f"row {row(0)}", f"row {row(1)}"),
+        f"adjacency row ({RR_ROW_LENGTH} bits, one differs)",
     )
 
 
@@ -279,27 +420,40 @@ def _multibit_vector(eps: float) -> Trial:
 DEGREES = (4, 5)
 
 
+def degree_events(eps: float) -> EventFamily:
+    """The degree audit's events at ε: points and thresholds around :data:`DEGREES`, and
+    whether the output is reachable from each degree by any float noise and by numpy's
+    Laplace sampler at scale 1/ε (what a float Laplace on the degree would use). Under an
+    ε-DP mechanism these fixed events, like any, have likelihood ratio ≤ e^ε (on the integer
+    outputs of the discrete Laplace they are sets of integers); a float Laplace fails on
+    them at every ε."""
+    a, b = DEGREES
+    span = max(5, math.ceil(12.0 / eps))
+    return numeric_events(a - span, b + span, reachable_from=DEGREES, laplace_scale=1.0 / eps)
+
+
 def _discrete_laplace(eps: float) -> Trial:
     from ldpgraph.protocols.laplace import DiscreteLaplace, discrete_laplace_part
 
     mech = DiscreteLaplace(eps, sensitivity=1)
     unit = "one adjacency bit (the noisy degree)"
     a, b = DEGREES
-    span = max(5, math.ceil(12.0 / eps))
 
     def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
         return mech.perturb_many(np.full(n, DEGREES[which], dtype=np.int64), rng)
 
     return Trial(
         draw,
-        numeric_events(a - span, b + span, reachable_from=DEGREES),
+        degree_events(eps),
         discrete_laplace_part("degree", unit, eps)["epsilon"],
         (f"degree {a}", f"degree {b}"),
         "adjacency bit (degree)",
     )
 
 
-register(Auditable("rr", "randomized response on one adjacency bit (perturb_bits)", _rr))
+register(
+    Auditable("rr", "randomized response on an adjacency row (perturb_row, as nodes run it)", _rr)
+)
 register(Auditable("onebit", "the 1-bit feature mechanism at the domain ends", _onebit))
 register(Auditable("multibit", "LPGNN multi-bit: vectors differing in one coordinate", _multibit))
 register(

@@ -1,5 +1,7 @@
 """The empirical privacy audit: every registered mechanism passes at small size, planted leaky
-mechanisms (a float Laplace, a miscalibrated RR) fail, and the statistics are right."""
+mechanisms (a float Laplace, a miscalibrated RR, a leaky sparse RR row sampler) fail at the
+command's default settings, the float-reachability model is numpy's Laplace sampler bit for
+bit, the RR audit runs the node's perturb_row, and the statistics are right."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from ldpgraph.protocols.mechanisms import flip_probability
+from ldpgraph.protocols.mechanisms import RandomizedResponse, flip_probability
 from ldpgraph.protocols.multibit import MultiBit
 from ldpgraph.simulation import audit, cli
 from ldpgraph.simulation.audit import (
@@ -19,11 +21,16 @@ from ldpgraph.simulation.audit import (
     Trial,
     cp_lower,
     cp_upper,
+    degree_events,
     epsilon_lower_bound,
     multibit_draw,
     numeric_events,
+    numpy_laplace_output,
+    row_events,
+    rr_row_draw,
     run_audit,
     unreachable,
+    unreachable_laplace,
 )
 
 DRAWS = 200_000
@@ -59,12 +66,116 @@ def test_unreachable_float_grid():
     assert not unreachable(ints, 4.0).any() and not unreachable(ints, 5.0).any()
 
 
+def test_laplace_model_is_numpys_sampler_bit_for_bit():
+    """numpy_laplace_output on the generator's own 53-bit uniforms reproduces
+    Generator.laplace exactly (both the loc form and base + laplace(0, scale))."""
+    n, scale = 200_000, 0.8
+    raw = np.random.default_rng(5).bit_generator.random_raw(n + 100)
+    j = (raw >> np.uint64(11)).astype(np.int64)
+    j = j[j > 0][:n]  # numpy redraws U = 0
+    np.testing.assert_array_equal(
+        numpy_laplace_output(j, 0.0, scale), np.random.default_rng(5).laplace(0.0, scale, n)
+    )
+    np.testing.assert_array_equal(
+        numpy_laplace_output(j, 4.0, scale), 4.0 + np.random.default_rng(5).laplace(0.0, scale, n)
+    )
+    np.testing.assert_array_equal(
+        numpy_laplace_output(j, 4.0, scale), np.random.default_rng(5).laplace(4.0, scale, n)
+    )
+    # The output is non-decreasing in j (what the binary search relies on).
+    probe = np.sort(np.random.default_rng(1).integers(1, 2**53, 100_000))
+    probe = np.concatenate([[1, 2, 2**52 - 1, 2**52, 2**52 + 1], probe, [2**53 - 1]])
+    probe.sort()
+    assert (np.diff(numpy_laplace_output(probe, 4.0, scale)) >= 0).all()
+
+
+@pytest.mark.parametrize("eps", [0.8, 1.0, 4.0, 8.0])
+def test_unreachable_laplace(eps):
+    """numpy's float Laplace on 4 vs 5: no output is flagged unreachable from its own base,
+    and many outputs of each base are unreachable from the other (the sampler-agnostic check
+    finds next to none at ε ≥ 4)."""
+    scale, n = 1.0 / eps, 100_000
+    rng = np.random.default_rng(int(eps * 10))
+    y4 = 4.0 + rng.laplace(0.0, scale, n)
+    y5 = rng.laplace(5.0, scale, n)
+    assert not unreachable_laplace(y4, 4.0, scale).any()
+    assert not unreachable_laplace(y5, 5.0, scale).any()
+    share = {1.0: 0.25, 4.0: 0.5, 8.0: 0.9}.get(eps, 0.2)
+    assert unreachable_laplace(y4, 5.0, scale).mean() > share
+    assert unreachable_laplace(y5, 4.0, scale).mean() > share
+    if eps >= 4:
+        assert unreachable(y4, 5.0).mean() < 0.001
+    # The exact search agrees with a brute-force scan of the j around each output's own j.
+    j = rng.integers(1, 2**53, 200)
+    for base in (4.0, 5.0):
+        y = numpy_laplace_output(j, 4.0, scale)
+        found = np.array(
+            [
+                (numpy_laplace_output(np.arange(max(k - 300, 1), k + 300), base, scale) == v).any()
+                for k, v in zip(j, y, strict=True)
+            ]
+        )
+        flagged = unreachable_laplace(y, base, scale)
+        assert not (found & flagged).any()  # anything found nearby is reachable
+        if base == 4.0:
+            assert not flagged.any()
+
+
+def test_unreachable_laplace_edge_values():
+    scale = 0.25
+    y = np.array([4.0, np.nan, np.inf, -np.inf, 4.0 + 100.0, 4.0 - 100.0, 1e300])
+    got = unreachable_laplace(y, 4.0, scale)
+    assert got.tolist() == [False, True, True, True, True, True, True]
+    # The extremes the sampler reaches: j = 1 and j = 2^53 − 1.
+    ends = numpy_laplace_output(np.array([1, 2**53 - 1]), 4.0, scale)
+    assert not unreachable_laplace(ends, 4.0, scale).any()
+
+
 def test_numeric_events_counts():
     fam = numeric_events(0, 2, reachable_from=(5.0,))
     counts = fam.count(np.array([0, 1, 1, 2, 3, -1]))
     got = dict(zip(fam.labels, counts.tolist(), strict=True))
     assert got["y = 1"] == 2 and got["y ≤ 1"] == 4 and got["y ≥ 2"] == 2 and got["y ≥ 0"] == 5
     assert got["y not reachable from 5 (float grid)"] == 0
+    fam = numeric_events(0, 2, reachable_from=(5.0,), laplace_scale=1.0)
+    y = 4.0 + np.random.default_rng(0).laplace(0.0, 1.0, 1000)
+    y = np.concatenate([y, y[:100], y[:10]])  # a repeated output counts every time
+    got = dict(zip(fam.labels, fam.count(y).tolist(), strict=True))
+    hits = int(unreachable_laplace(y, 5.0, 1.0).sum())
+    assert got["y not reachable from 5 (numpy Laplace, scale 1)"] == hits > 100
+
+
+def test_rr_audit_runs_the_nodes_row_sampler():
+    """rr_row_draw's blocks are reports of the 8-bit row by perturb_row: their law is the
+    exact product law of independent flips, and equals one perturb_row call per row."""
+    from scipy.stats import chi2_contingency, chisquare
+
+    eps = 1.0
+    mech = RandomizedResponse(eps)
+    p = flip_probability(eps)
+    for which in (0, 1):
+        codes = rr_row_draw(mech, which, 200_000, np.random.default_rng(which))
+        truth = np.zeros(audit.RR_ROW_LENGTH, dtype=bool)
+        truth[list(audit.RR_ROWS[which])] = True
+        bits = (np.arange(256)[:, None] >> np.arange(8)) & 1
+        law = np.prod(np.where(bits == truth, 1 - p, p), axis=1)
+        observed = np.bincount(codes, minlength=256)
+        keep = law * codes.shape[0] > 5
+        expected = law[keep] / law[keep].sum() * observed[keep].sum()
+        assert chisquare(observed[keep], expected).pvalue > 1e-4
+        # One perturb_row call per row (a node of a 9-node graph, its own id 0 excluded).
+        rng = np.random.default_rng(10 + which)
+        ones = 1 + np.asarray(audit.RR_ROWS[which])
+        single = np.zeros(5000, dtype=np.int64)
+        for i in range(single.shape[0]):
+            out = mech.perturb_row(ones, 9, rng, exclude=0).astype(np.int64)
+            single[i] = int((np.left_shift(1, out - 1)).sum())
+        table = np.stack([np.bincount(single, minlength=256), observed])[:, keep]
+        assert chi2_contingency(table).pvalue > 1e-4
+    fam = row_events(audit.RR_ROW_LENGTH)
+    got = dict(zip(fam.labels, fam.count(np.array([0b10010, 0b10])).tolist(), strict=True))
+    assert got["bit 4 reported"] == 1 and got["bit 1 reported"] == 2
+    assert got["bit 4 not reported"] == 1 and got["reported row = 01001000"] == 1
 
 
 def test_multibit_twin_is_bit_identical():
@@ -94,13 +205,15 @@ def test_every_registered_mechanism_passes():
 
 
 def _planted_float_laplace(eps: float) -> Trial:
+    """A float Laplace on the degree, audited with the discrete-Laplace row's own events."""
+
     def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
         value = (4.0, 5.0)[which]
         return value + rng.laplace(0.0, 1.0 / eps, n)
 
     return Trial(
         draw,
-        numeric_events(-20, 30, reachable_from=(4.0, 5.0)),
+        degree_events(eps),
         eps,
         ("degree 4", "degree 5"),
         "adjacency bit (degree)",
@@ -131,6 +244,38 @@ def test_planted_leaks_fail(planted):
     assert "reachable" in lap.event
     (rr,) = run_audit(["bad-rr"], epsilons=(1.0,), draws=DRAWS, seed=0)
     assert not rr.passed and rr.epsilon_lower_bound > 2.5
+
+
+def test_planted_float_laplace_fails_at_the_default_settings(planted):
+    """At the command's default ε (1, 4, 8) and the α share a row gets in ``audit --all``
+    (with the planted mechanism counted in), the float Laplace fails at every ε, through
+    outputs numpy's sampler cannot produce from the other degree."""
+    rows_in_all = len(AUDITS) * len(audit.DEFAULT_EPSILONS)
+    alpha = audit.DEFAULT_ALPHA * len(audit.DEFAULT_EPSILONS) / rows_in_all
+    rows = run_audit(
+        ["float-laplace"], epsilons=audit.DEFAULT_EPSILONS, draws=DRAWS, seed=0, alpha=alpha
+    )
+    assert [r.epsilon for r in rows] == list(audit.DEFAULT_EPSILONS)
+    for r in rows:
+        assert not r.passed, r
+        assert r.epsilon_lower_bound > r.claimed_epsilon + 1.0, r
+        assert "numpy Laplace" in r.event, r
+
+
+def test_a_leaky_row_sampler_fails_the_rr_audit(monkeypatch):
+    """The rr row audits RandomizedResponse.perturb_row itself: a sampler that always keeps
+    the true 1-bits (perturb_bits untouched) fails at the default ε."""
+    honest = RandomizedResponse.perturb_row
+
+    def leaky(self, ones, length, rng, exclude=None):
+        out = honest(self, ones, length, rng, exclude)
+        return np.union1d(out, np.asarray(ones, dtype=np.int64)).astype(np.int32)
+
+    monkeypatch.setattr(RandomizedResponse, "perturb_row", leaky)
+    rows = run_audit(["rr"], epsilons=audit.DEFAULT_EPSILONS, draws=100_000, seed=0)
+    for r in rows:
+        assert not r.passed, r
+        assert "bit 4" in r.event and r.epsilon_lower_bound > r.claimed_epsilon + 1.0, r
 
 
 def test_same_seed_same_rows():
