@@ -21,13 +21,16 @@ TMP_KEPT = ("torchinductor_*",)
 TMP_OURS = ("ldpg*", "ray*", "flwr*", "torch_geometric*", "*_propagate_*", "*_edge_updater_*")
 
 
-def tmp_leftovers(before: set[str], exclude: set[str]) -> list[str]:
+def tmp_leftovers(
+    before: set[str], exclude: set[str], strict: bool | None = None
+) -> list[str]:
     """New entries of /tmp since ``before`` that no live process uses. /tmp is shared with
-    other programs: unless LDPGRAPH_TMP_CHECK=strict (as .ci/run sets), only names of this
-    project's stack count; another test session's private dir never does."""
+    other programs: unless ``strict`` (default: LDPGRAPH_TMP_CHECK=strict, as .ci/run sets),
+    only names of this project's stack count; another test session's private dir never does."""
     from ldpgraph.simulation.processes import pids_under
 
-    strict = os.environ.get("LDPGRAPH_TMP_CHECK") == "strict"
+    if strict is None:
+        strict = os.environ.get("LDPGRAPH_TMP_CHECK") == "strict"
     return [
         name
         for name in sorted(set(os.listdir("/tmp")) - before - exclude)
@@ -59,11 +62,13 @@ def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
         finally:
             tempfile.tempdir = saved
             # multiprocessing's own pymp-* dirs are removed by its finalizers at interpreter
-            # exit, after this fixture; they live in the private TMPDIR removed below.
+            # exit, after this fixture; `ray` is Ray's per-user default dir that a driver
+            # joining an existing cluster (test_ray_cluster) keeps and Ray reuses. Both live
+            # in the private TMPDIR removed below.
             left = [
                 f"$TMPDIR/{n}"
                 for n in sorted(os.listdir(tmp))
-                if not any(fnmatch.fnmatch(n, g) for g in (*TMP_KEPT, "pymp-*"))
+                if not any(fnmatch.fnmatch(n, g) for g in (*TMP_KEPT, "pymp-*", "ray"))
             ]
             shutil.rmtree(tmp, ignore_errors=True)
     exclude = {Path(tmp).name}

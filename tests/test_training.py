@@ -123,7 +123,9 @@ def test_a_run_leaves_no_temp_files(tmp_path):
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert sorted(os.listdir(tmp)) == []
-    assert tmp_leftovers(before, exclude=set()) == []
+    # /tmp itself (code that ignores TMPDIR): only names of our stack, since other programs
+    # may write there meanwhile; the whole session is checked strictly in CI (conftest).
+    assert tmp_leftovers(before, exclude=set(), strict=False) == []
 
 
 def test_gnn_beats_mlp_when_features_are_weak_and_edges_homophilous():
