@@ -21,9 +21,7 @@ TMP_KEPT = ("torchinductor_*",)
 TMP_OURS = ("ldpg*", "ray*", "flwr*", "torch_geometric*", "*_propagate_*", "*_edge_updater_*")
 
 
-def tmp_leftovers(
-    before: set[str], exclude: set[str], strict: bool | None = None
-) -> list[str]:
+def tmp_leftovers(before: set[str], exclude: set[str], strict: bool | None = None) -> list[str]:
     """New entries of /tmp since ``before`` that no live process uses. /tmp is shared with
     other programs: unless ``strict`` (default: LDPGRAPH_TMP_CHECK=strict, as .ci/run sets),
     only names of this project's stack count; another test session's private dir never does."""
