@@ -121,9 +121,20 @@ def numpy_laplace_output(j: np.ndarray, base: float, scale: float) -> np.ndarray
     base − scale·log(2 − U − U), U < 1/2 gives base + scale·log(U + U)."""
     u = np.asarray(j, dtype=np.int64).astype(np.float64) * _TWO_TO_MINUS_53
     upper = u >= 0.5
-    with np.errstate(divide="ignore"):
-        term = scale * np.log(np.where(upper, (2.0 - u) - u, u + u))
+    term = scale * _libm_log(np.where(upper, (2.0 - u) - u, u + u))
     return np.where(upper, base - term, base + term)
+
+
+_LIBM_LOG = np.frompyfunc(math.log, 1, 1)
+
+
+def _libm_log(x: np.ndarray) -> np.ndarray:
+    """The C library's ``log`` elementwise (``math.log`` calls it), which is what numpy's C
+    sampler calls. ``np.log`` is not: on CPUs with AVX-512 numpy dispatches to its own SIMD
+    ``log``, which differs from libm's by one ulp on ~0.3 % of arguments — enough to flag a
+    sampler's own outputs as unreachable. The argument here is always in (0, 1]."""
+    x = np.asarray(x, dtype=np.float64)
+    return _LIBM_LOG(x).astype(np.float64) if x.ndim else np.float64(math.log(float(x)))
 
 
 def unreachable_laplace(y: np.ndarray, base: float, scale: float) -> np.ndarray:
@@ -140,8 +151,9 @@ def unreachable_laplace(y: np.ndarray, base: float, scale: float) -> np.ndarray:
     (Mironov 2012) as numpy's sampler has it (for ε = 1, 4, 8 about 30 %, 60 %, 97 % of the
     outputs of degree 4 cannot come from degree 5; the sampler-agnostic :func:`unreachable`
     finds ~1 %, ~0, 0). The model matches ``Generator.laplace`` bit for bit (a test checks it
-    on numpy's own draws); a mismatch (another numpy, another ``log``) would only weaken the
-    audit, never invalidate it, because the event is fixed before the estimation draws.
+    on numpy's own draws; it computes the log with libm, as the sampler does, not with numpy's
+    SIMD ``np.log``); a mismatch (another numpy, another ``log``) would only weaken the audit,
+    never invalidate it, because the event is fixed before the estimation draws.
     """
     y = np.asarray(y, dtype=np.float64).ravel()
     # Start from the inverse of the sampler (j ≈ 2^52·e^{(y−b)/scale} below the base,
