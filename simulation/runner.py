@@ -14,8 +14,8 @@ from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.protocols.types import Release
+from ldpgraph.server.rounds import require_reports
 
-from .collection import require_reports
 from .config import RunConfig
 from .datasets import load_dataset
 from .splits import split_for

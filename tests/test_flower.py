@@ -94,7 +94,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
     from flwr.serverapp import ServerApp
 
     from ldpgraph.client.app import app as client_app
-    from ldpgraph.server.driver import GridCollector
+    from ldpgraph.server.collector import GridCollector
 
     graph = load_dataset("synthetic:n=12,classes=2,d=10,avg_degree=3,seed=1")
     hogs = make_protocol("hogs", epsilon=2.0)
