@@ -265,8 +265,7 @@ def run_unit(
     ``is_done``/``claim``/``finish``/``fail`` (a Ray task hands its results to the driver)."""
     import contextlib
 
-    from .runner import collect_reports, make_release, release_from_reports, train_release
-    from .splits import split_for
+    from . import pipeline
     from .store import ResultsStore
 
     def told(n: int = 1) -> None:
@@ -286,29 +285,18 @@ def run_unit(
         if not pending:
             return counts
         first = RunConfig.from_mapping(pending[0].config)
-        graph = _graph(first)
-        split = split_for(
-            graph.num_nodes, first.seed, first.train_split, first.val_split, first.split_mode
-        )
+        prepared = pipeline.prepare(first, graph=_graph(first))
+        # One collection for every reconstruction of the unit, where that is sound.
+        replay = pipeline.replay_for(first, prepared.graph)
         groups: dict[str, list[Training]] = {}
         for t in pending:
             groups.setdefault(_server_key(t.config), []).append(t)
-
-        collected = None
-        if first.backend == "local":
-            protocol, result, curator, secs = collect_reports(first, graph)
-            if result is not None:
-                collected = (result, curator, secs)
-                counts["collections"] += 1
         for trainings in groups.values():
             cfg0 = RunConfig.from_mapping(trainings[0].config)
+            collects = replay is None or replay.replies is None
             try:
-                if collected is not None:
-                    release, timings = release_from_reports(cfg0, collected[0], collected[1])
-                    timings = {"collect": collected[2], **timings}
-                else:
-                    release, timings = make_release(cfg0, graph)
-                    counts["collections"] += 1
+                release, timings = pipeline.release(cfg0, prepared.graph, replay=replay)
+                counts["collections"] += collects
                 counts["reconstructions"] += 1
             except Exception as exc:  # a bad release fails its trainings, the sweep goes on
                 for t in trainings:
@@ -323,7 +311,9 @@ def run_unit(
                     continue
                 try:
                     cfg = RunConfig.from_mapping(t.config)
-                    record = train_release(cfg, graph, split, release, timings, num_threads)
+                    record = pipeline.train_release(
+                        cfg, prepared.graph, prepared.split, release, timings, num_threads
+                    )
                     record["phase"] = t.phase
                     record["entry"] = t.entry
                     store.finish(t.config, record, sweep)

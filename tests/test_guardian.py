@@ -253,7 +253,7 @@ def test_ldpgen_round_out_of_range_is_refused(node_file):
 
 def test_local_backend_applies_the_node_budget(graph):
     proto = make_protocol("hogs", epsilon=8.0)
-    from ldpgraph.simulation.runner import curator_view
+    from ldpgraph.simulation.pipeline import curator_view
 
     curator = curator_view(graph, False)
     with pytest.raises(NoReportsError, match="no node reported"):

@@ -21,7 +21,7 @@ from ldpgraph.server.rounds import (
 )
 from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
-from ldpgraph.simulation.runner import curator_view
+from ldpgraph.simulation.pipeline import curator_view
 
 N = 6
 

@@ -36,7 +36,7 @@ def cfg(**kw) -> dict:
 
 
 def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
-    """Shaped like runner.run's record."""
+    """Shaped like pipeline.run's record."""
     return {
         "config": config,
         "accuracy": {"val": val, "test": test, "train": 0.9},
@@ -374,7 +374,7 @@ def test_default_path(monkeypatch, tmp_path):
 
 
 def test_real_run_is_stored_and_read_back(tmp_path):
-    from ldpgraph.simulation.runner import run
+    from ldpgraph.simulation.pipeline import run
 
     config = RunConfig(dataset="synthetic:n=200,classes=3,d=30", epochs=3, backend="local")
     result = run(config)
