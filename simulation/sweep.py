@@ -343,7 +343,7 @@ def _execute(
     if ray_address:  # units as tasks on an existing Ray cluster (see ray_sweep)
         from .ray_sweep import execute_on_ray
 
-        execute_on_ray(units, store_path, sweep, ray_address, bar, add)
+        execute_on_ray(units, store_path, sweep, ray_address, bar, add, run_unit)
         return
     tick = bar.update if bar is not None else None
     if workers <= 0:  # in this process (tests, debugging)
