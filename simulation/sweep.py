@@ -33,7 +33,6 @@ import multiprocessing as mp
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -66,10 +65,6 @@ TRAIN_SECONDS = {"gcn": 2.0, "sage": 4.5, "gat": 8.0, "mlp": 1.0}
 COLLECT_SECONDS = 0.1
 RECONSTRUCT_SECONDS = 0.2
 _CORA = (2708, 1433)
-
-
-class SweepError(ConfigError):
-    pass
 
 
 @dataclass
@@ -449,7 +444,7 @@ def _check_former_defaults(
                 "to start over)"
             )
             if warn is None:
-                raise SweepError(msg)
+                raise ConfigError(msg)
             warn(f"warning: {msg}")
 
 
@@ -696,7 +691,3 @@ def format_dry_run(exp: Experiment, grid_name: str, result: SweepResult, workers
         total += st.seconds
     lines.append(f"  total ≈ {_hms(total)} (estimate: {TRAIN_SECONDS} s per Cora training)")
     return "\n".join(lines)
-
-
-def timing() -> float:  # pragma: no cover - helper for manual calibration
-    return time.perf_counter()
