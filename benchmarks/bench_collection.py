@@ -41,7 +41,7 @@ def tree_rss_mib(extra_roots: list[str]) -> float:
 def one(dataset: str, backend: str, k: int, args: argparse.Namespace) -> dict:
     from ldpgraph.simulation.config import RunConfig
     from ldpgraph.simulation.datasets import load_dataset
-    from ldpgraph.simulation.runner import collect_and_release
+    from ldpgraph.simulation.pipeline import release as collect_and_release
 
     graph = load_dataset(dataset)
     run_dir = Path(f"/tmp/ldpg-bench-{os.getpid()}")

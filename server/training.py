@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -95,6 +95,13 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """The training settings among ``values`` (e.g. a run's whole configuration): each
+        field of this class that ``values`` names, by the same name; the rest keep their
+        defaults. So a run's configuration never copies the training fields one by one."""
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
-import textwrap
 import time
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
+from ldpgraph.server.record import json_default, summary
 
 from .config import (
     BACKENDS,
@@ -532,7 +531,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if args.superlink:
             raise UserError("--superlink is for --backend deploy")
-        from .runner import run
+        from .pipeline import run
 
         result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
     if args.store:
@@ -540,7 +539,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         record_run(args.store, config, result)
     if args.json:
-        print(json.dumps(result, indent=2, default=_json_default))
+        print(json.dumps(result, indent=2, default=json_default))
     else:
         print(summary(result))
     warning = collapse_warning(result)
@@ -593,66 +592,6 @@ def _run_deploy(config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
         )
     except DeployError as exc:
         raise UserError(str(exc)) from None
-
-
-def summary(result: dict[str, Any]) -> str:
-    c, acc, pr = result["config"], result["accuracy"], result["privacy"]
-    g = result["graph"]
-    lines = [
-        f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
-        f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
-        f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
-        f"(best epoch {result['training']['best_epoch']})"
-        + ("   COLLAPSED onto one class" if result["training"].get("collapsed") else ""),
-    ]
-    if pr.get("headline"):
-        lines += textwrap.wrap(
-            pr["headline"],
-            100,
-            initial_indent="  privacy       ",
-            subsequent_indent=" " * 16,
-            break_on_hyphens=False,
-        )
-    # ε of one report: the unit says what it protects (a bit, an edge), not a whole node.
-    lines += textwrap.wrap(
-        f"report ε = {pr['epsilon']:.4g} ({pr['unit']}); accountant {pr['accountant']}",
-        100,
-        initial_indent=f"{'  privacy' if not pr.get('headline') else '':<16}",
-        subsequent_indent=" " * 16,
-        break_on_hyphens=False,
-    )
-    for part in pr["parts"]:
-        lines.append(
-            f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
-        )
-    lines += [
-        f"  graph         original {g['original']['nodes']} nodes / "
-        f"{g['original']['edges'] if g['original']['edges'] is not None else '?'} "
-        f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
-        *_collection_lines(result["release"].get("collection")),
-        "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in result["timings"].items()),
-        f"  fingerprint   {result['fingerprint']}",
-    ]
-    return "\n".join(lines)
-
-
-def _collection_lines(col: dict[str, Any] | None) -> list[str]:
-    if not col or not col.get("rounds"):
-        return []
-    lines = []
-    if col.get("supernodes") is not None:
-        lines.append(
-            f"  nodes         {col.get('supernodes')} SuperNodes x {col.get('nodes_per_client')} "
-            "node-clients"
-        )
-    if col.get("node_randomness"):
-        lines.append(f"  node noise    {col['node_randomness']}")
-    for i, r in enumerate(col["rounds"]):
-        lines.append(
-            f"  round {i}       asked {r['asked']}  replied {r['replied']}  rejected "
-            f"{r.get('rejected', 0)}  refused {r['refused']}  missing {r['missing']}"
-        )
-    return lines
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
@@ -725,7 +664,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
     rows = dataset_catalog(args.data_root, compute=not args.no_measure)
     if args.json:
-        print(json.dumps(rows, indent=2, default=_json_default))
+        print(json.dumps(rows, indent=2, default=json_default))
         return 0
     print(f"{'name':<18}{'nodes':>8}{'edges':>9}{'feats':>7}{'cls':>5}  offline  description")
     for r in rows:
@@ -834,7 +773,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if args.json:
-        print(json.dumps([r.as_dict() for r in rows], indent=2, default=_json_default))
+        print(json.dumps([r.as_dict() for r in rows], indent=2, default=json_default))
     else:
         print(format_table(rows))
         failed = sum(not r.passed for r in rows)
@@ -843,20 +782,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
             f"(seed {args.seed})" + (f"; {failed} FAIL" if failed else "")
         )
     return 0 if all(r.passed for r in rows) else 1
-
-
-def _json_default(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, float) and math.isinf(obj):
-        return "inf"
-    return str(obj)
 
 
 def _use_recorded_data_root() -> None:

@@ -1,10 +1,12 @@
 """The ServerApp that ``flwr run .`` starts (``[tool.flwr.app.components]`` in pyproject.toml).
 
-It reads the run configuration (the same keys and defaults as ``ldpgraph run``) from
-``[tool.flwr.app.config]`` and ``--run-config``, loads the dataset, runs the protocol's rounds
-over the federation's SuperNodes, trains and evaluates, logs the summary and writes the result
-record as JSON to ``result-path`` (default: ``$FLWR_HOME/ldpgraph-results/<run id>.json``) and
-as one marked line of its log, which ``ldpgraph run --backend deploy`` reads from the stream.
+A thin composition root: it reads the run configuration (the same keys and defaults as
+``ldpgraph run``) from ``[tool.flwr.app.config]`` and ``--run-config`` and hands it, with the
+Grid, to the run's pipeline (:mod:`ldpgraph.simulation.pipeline`: dataset, the protocol's rounds
+over the federation's SuperNodes by the server's round loop, training, the record of
+:mod:`ldpgraph.server.record`). Then it logs the summary and writes the result record as JSON
+to ``result-path`` (default: ``$FLWR_HOME/ldpgraph-results/<run id>.json``) and as one marked
+line of its log, which ``ldpgraph run --backend deploy`` reads from the stream.
 With ``curator`` set (a deployment) it reads only the curator file, never the dataset.
 """
 
@@ -30,8 +32,9 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    from .cli import _json_default, summary
-    from .runner import run
+    from ldpgraph.server.record import json_default, result_line, summary
+
+    from .pipeline import run
 
     values = {k: v for k, v in context.run_config.items() if k not in APP_ONLY_KEYS}
     config = RunConfig.from_mapping(values)
@@ -42,11 +45,8 @@ def main(grid: Grid, context: Context) -> None:
         home = Path(os.environ.get("FLWR_HOME", Path.home() / ".flwr"))
         out = str(home / "ldpgraph-results" / f"{context.run_id}.json")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result, indent=2, default=_json_default))
+    Path(out).write_text(json.dumps(result, indent=2, default=json_default))
     print(summary(result), flush=True)
     print(f"result written to {out}", flush=True)
     # One marked line: `ldpgraph run --backend deploy` reads the record from the log stream.
-    from .backends.deploy import RESULT_MARKER
-
-    line = json.dumps(result, separators=(",", ":"), default=_json_default)
-    print(f"{RESULT_MARKER}{line}", flush=True)
+    print(result_line(result), flush=True)

@@ -12,8 +12,10 @@ which the cluster's machines cannot write. So the driver
 * records each result in the store the moment it arrives (so an interrupted sweep keeps all
   that finished) and advances the progress bar.
 
-What a task needs is what a pool worker gets: the unit (its trainings' full configurations) and
-the sweep's name. The cluster's machines need ldpgraph installed and the datasets reachable
+What a task needs is what a pool worker gets: the unit (its trainings' full configurations), the
+sweep's name and the function that runs a unit (the sweep's ``run_unit``, handed in: this module
+knows units only by that function and their ``key``/``trainings``, so it imports no sweep).
+The cluster's machines need ldpgraph installed and the datasets reachable
 (``LDPGRAPH_DATA`` in the environment of ``ray start``, or ``data_root``); synthetic graphs
 need no files. Only ``backend = "local"`` units run as tasks: a Flower simulation is itself a
 Ray application and does not nest inside a task (use ``ldpgraph run --ray-address`` for that).
@@ -53,13 +55,15 @@ class _Outbox:
         self.out.put(("failed", config, message))
 
 
-def unit_results(unit: Any, sweep: str) -> Iterator[tuple[str, Any, Any]]:
+#: Runs one unit: ``(unit, store, sweep name, threads, tick) -> counts``.
+RunUnit = Callable[[Any, Any, str, int | None, Any], dict[str, int]]
+
+
+def unit_results(unit: Any, sweep: str, run_unit: RunUnit) -> Iterator[tuple[str, Any, Any]]:
     """The task: run the unit, yielding ``("done", config, record)`` or ``("failed", config,
     message)`` per training as it ends, then ``("counts", None, counts)`` (or ``("error", None,
     message)`` if the unit itself broke). The unit runs in a thread so that each result can be
     yielded while the next training runs."""
-    from .sweep import run_unit
-
     out: queue.Queue = queue.Queue()
     box: dict[str, Any] = {}
 
@@ -86,8 +90,10 @@ def execute_on_ray(
     address: str,
     bar: Any,
     add: Callable[[dict[str, int]], None],
+    run_unit: RunUnit,
 ) -> None:
-    """Run ``units`` as tasks on the Ray cluster at ``address``; record results as they come."""
+    """Run ``units`` as tasks (each ``run_unit`` of one unit) on the Ray cluster at
+    ``address``; record results as they come."""
     import ray
 
     from .raycluster import connect
@@ -116,7 +122,7 @@ def execute_on_ray(
                     else:  # a live process runs it; counted as the pool counts it
                         tick(1)
                 if mine:
-                    gen = task.remote(type(unit)(unit.key, mine), sweep)
+                    gen = task.remote(type(unit)(unit.key, mine), sweep, run_unit)
                     running[gen] = {run_key(t.config): t.config for t in mine}
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL)

@@ -33,7 +33,6 @@ import multiprocessing as mp
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -66,10 +65,6 @@ TRAIN_SECONDS = {"gcn": 2.0, "sage": 4.5, "gat": 8.0, "mlp": 1.0}
 COLLECT_SECONDS = 0.1
 RECONSTRUCT_SECONDS = 0.2
 _CORA = (2708, 1433)
-
-
-class SweepError(ConfigError):
-    pass
 
 
 @dataclass
@@ -265,8 +260,7 @@ def run_unit(
     ``is_done``/``claim``/``finish``/``fail`` (a Ray task hands its results to the driver)."""
     import contextlib
 
-    from .runner import collect_reports, make_release, release_from_reports, train_release
-    from .splits import split_for
+    from . import pipeline
     from .store import ResultsStore
 
     def told(n: int = 1) -> None:
@@ -286,29 +280,18 @@ def run_unit(
         if not pending:
             return counts
         first = RunConfig.from_mapping(pending[0].config)
-        graph = _graph(first)
-        split = split_for(
-            graph.num_nodes, first.seed, first.train_split, first.val_split, first.split_mode
-        )
+        prepared = pipeline.prepare(first, graph=_graph(first))
+        # One collection for every reconstruction of the unit, where that is sound.
+        replay = pipeline.replay_for(first, prepared.graph)
         groups: dict[str, list[Training]] = {}
         for t in pending:
             groups.setdefault(_server_key(t.config), []).append(t)
-
-        collected = None
-        if first.backend == "local":
-            protocol, result, curator, secs = collect_reports(first, graph)
-            if result is not None:
-                collected = (result, curator, secs)
-                counts["collections"] += 1
         for trainings in groups.values():
             cfg0 = RunConfig.from_mapping(trainings[0].config)
+            collects = replay is None or replay.replies is None
             try:
-                if collected is not None:
-                    release, timings = release_from_reports(cfg0, collected[0], collected[1])
-                    timings = {"collect": collected[2], **timings}
-                else:
-                    release, timings = make_release(cfg0, graph)
-                    counts["collections"] += 1
+                release, timings = pipeline.release(cfg0, prepared.graph, replay=replay)
+                counts["collections"] += collects
                 counts["reconstructions"] += 1
             except Exception as exc:  # a bad release fails its trainings, the sweep goes on
                 for t in trainings:
@@ -323,7 +306,9 @@ def run_unit(
                     continue
                 try:
                     cfg = RunConfig.from_mapping(t.config)
-                    record = train_release(cfg, graph, split, release, timings, num_threads)
+                    record = pipeline.train_release(
+                        cfg, prepared.graph, prepared.split, release, timings, num_threads
+                    )
                     record["phase"] = t.phase
                     record["entry"] = t.entry
                     store.finish(t.config, record, sweep)
@@ -353,7 +338,7 @@ def _execute(
     if ray_address:  # units as tasks on an existing Ray cluster (see ray_sweep)
         from .ray_sweep import execute_on_ray
 
-        execute_on_ray(units, store_path, sweep, ray_address, bar, add)
+        execute_on_ray(units, store_path, sweep, ray_address, bar, add, run_unit)
         return
     tick = bar.update if bar is not None else None
     if workers <= 0:  # in this process (tests, debugging)
@@ -459,7 +444,7 @@ def _check_former_defaults(
                 "to start over)"
             )
             if warn is None:
-                raise SweepError(msg)
+                raise ConfigError(msg)
             warn(f"warning: {msg}")
 
 
@@ -706,7 +691,3 @@ def format_dry_run(exp: Experiment, grid_name: str, result: SweepResult, workers
         total += st.seconds
     lines.append(f"  total ≈ {_hms(total)} (estimate: {TRAIN_SECONDS} s per Cora training)")
     return "\n".join(lines)
-
-
-def timing() -> float:  # pragma: no cover - helper for manual calibration
-    return time.perf_counter()

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.graph import Graph
-from ldpgraph.simulation import cli, runner
+from ldpgraph.simulation import cli, pipeline
 from ldpgraph.simulation.config import RunConfig
-from ldpgraph.simulation.runner import run
+from ldpgraph.simulation.pipeline import run
 
 from .conftest import needs_mirror
 
@@ -96,7 +96,7 @@ def test_features_outside_domain(capsys, monkeypatch):
         x = np.full((20, 4), 2.0, dtype=np.float32)
         return Graph("bad", np.array([[0, 1]]), x, np.arange(20) % 2)
 
-    monkeypatch.setattr(runner, "load_dataset", bad_graph)
+    monkeypatch.setattr(pipeline, "load_dataset", bad_graph)
     code, _, err = run_cli(
         capsys, "run", "--quiet", "--dataset", "cora", "--epochs", "2", "--backend", "local"
     )
@@ -313,7 +313,7 @@ def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_
     def boom(*_a, **_k):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(runner, "load_dataset", boom)
+    monkeypatch.setattr(pipeline, "load_dataset", boom)
     err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--store", str(not_a_dir / "r.db")])
     assert "--store" in err and "cannot be created" in err
     store = tmp_path / "r.db"
@@ -340,7 +340,7 @@ def test_a_gpu_that_is_not_there_is_refused_up_front(capsys, monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(runner, "load_dataset", lambda *_a, **_k: pytest.fail("loaded"))
+    monkeypatch.setattr(pipeline, "load_dataset", lambda *_a, **_k: pytest.fail("loaded"))
     err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--device", "cuda"])
     assert "PyTorch sees no CUDA GPU" in err and "--device auto" in err
 
@@ -447,6 +447,5 @@ def test_cora_hogs_fingerprint_under_the_former_defaults():
     config = RunConfig(
         dataset="cora", protocol="hogs", epsilon=8.0, seed=0, backend="local", feature_share=0.5
     )
-    graph, _ = runner.prepare(config)
-    release, _ = runner.make_release(config, graph)
+    release, _ = pipeline.release(config, pipeline.prepare(config).graph)
     assert release.fingerprint().startswith("8d6d63b1")

@@ -10,7 +10,7 @@ import pytest
 
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.server.training import TrainConfig, collapse_check, train_and_evaluate
-from ldpgraph.simulation import cli, runner
+from ldpgraph.simulation import cli, pipeline
 from ldpgraph.simulation.splits import Split
 
 
@@ -63,7 +63,7 @@ def test_collapse_rule(val_acc, top_share, y_val, y_eval, collapsed):
 
 def test_run_warns_and_records_a_collapse(capsys, monkeypatch):
     edges, x, y, _ = dense_offset_graph()
-    monkeypatch.setattr(runner, "load_dataset", lambda *_a, **_k: Graph("dense", edges, x, y))
+    monkeypatch.setattr(pipeline, "load_dataset", lambda *_a, **_k: Graph("dense", edges, x, y))
     argv = ["run", "--quiet", "--json", "--dataset", "cora", "--protocol", "none"]
     argv += ["--trust-curator", "--backend", "local", "--epochs", "60", "--dropout", "0"]
     argv += ["--weight-decay", "0"]

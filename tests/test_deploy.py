@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ldpgraph.simulation.config import RunConfig
-from ldpgraph.simulation.runner import run
+from ldpgraph.simulation.pipeline import run
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

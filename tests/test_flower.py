@@ -16,7 +16,7 @@ from ldpgraph.simulation.backends.engine import run_in_simulation_engine
 from ldpgraph.simulation.backends.local import run_protocol as run_local
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.datasets import load_dataset
-from ldpgraph.simulation.runner import curator_view
+from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import make_split
 
 pytestmark = pytest.mark.slow
@@ -94,7 +94,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
     from flwr.serverapp import ServerApp
 
     from ldpgraph.client.app import app as client_app
-    from ldpgraph.server.driver import GridCollector
+    from ldpgraph.server.collector import GridCollector
 
     graph = load_dataset("synthetic:n=12,classes=2,d=10,avg_degree=3,seed=1")
     hogs = make_protocol("hogs", epsilon=2.0)
@@ -121,8 +121,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
                 "trust-curator": True,
             }
             for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1), ("raw", raw, 0)):
-                _, stats = col.collect(proto, round_, {**base, **proto.config()}, 10)
-                out[name] = stats
+                out[name] = col.collect(proto, round_, {**base, **proto.config()}, 10).stats
 
         cfg = RunConfig(ray_actors=2)
         with (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ldpgraph.simulation.config import RunConfig
-from ldpgraph.simulation.runner import run
+from ldpgraph.simulation.pipeline import run
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = "synthetic:n=90,classes=3,d=20,seed=5"

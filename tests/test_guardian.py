@@ -29,8 +29,8 @@ from ldpgraph.protocols.mechanisms import RandomizedResponse
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.reports import decode_report, node_record_name
 from ldpgraph.protocols.rng import ADJACENCY, node_rng
+from ldpgraph.server.rounds import NoReportsError
 from ldpgraph.simulation.backends.local import collect_round, node_view, run_protocol
-from ldpgraph.simulation.collection import NoReportsError
 from ldpgraph.simulation.datasets import load_dataset
 
 N = 200  # nodes: a row of 199 bits makes equal noise across two draws (practically) impossible
@@ -253,7 +253,7 @@ def test_ldpgen_round_out_of_range_is_refused(node_file):
 
 def test_local_backend_applies_the_node_budget(graph):
     proto = make_protocol("hogs", epsilon=8.0)
-    from ldpgraph.simulation.runner import curator_view
+    from ldpgraph.simulation.pipeline import curator_view
 
     curator = curator_view(graph, False)
     with pytest.raises(NoReportsError, match="no node reported"):

@@ -105,7 +105,7 @@ def test_variants_are_their_own_methods():
 def test_report_command_end_to_end(tmp_path, capsys):
     from ldpgraph.simulation import cli
     from ldpgraph.simulation.config import RunConfig
-    from ldpgraph.simulation.runner import run
+    from ldpgraph.simulation.pipeline import run
     from ldpgraph.simulation.store import ResultsStore
 
     db = tmp_path / "s.db"

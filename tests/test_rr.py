@@ -35,7 +35,7 @@ def release_with(backend: str, graph, config):
     view given the true features for every edge-only protocol)."""
     from ldpgraph.simulation.backends import flower
     from ldpgraph.simulation.backends.local import run_protocol as run_local
-    from ldpgraph.simulation.runner import curator_view
+    from ldpgraph.simulation.pipeline import curator_view
 
     protocol = make_protocol(config.protocol, **config.protocol_params())
     curator = curator_view(graph, uses_public_features(config.protocol))

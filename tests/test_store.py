@@ -36,7 +36,7 @@ def cfg(**kw) -> dict:
 
 
 def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
-    """Shaped like runner.run's record."""
+    """Shaped like pipeline.run's record."""
     return {
         "config": config,
         "accuracy": {"val": val, "test": test, "train": 0.9},
@@ -374,7 +374,7 @@ def test_default_path(monkeypatch, tmp_path):
 
 
 def test_real_run_is_stored_and_read_back(tmp_path):
-    from ldpgraph.simulation.runner import run
+    from ldpgraph.simulation.pipeline import run
 
     config = RunConfig(dataset="synthetic:n=200,classes=3,d=30", epochs=3, backend="local")
     result = run(config)
@@ -479,8 +479,9 @@ def test_sweep_will_not_resume_runs_made_under_a_former_default(tmp_path):
     state: resuming would start over with the new value beside the old runs."""
     import tomllib
 
+    from ldpgraph.simulation.config import ConfigError
     from ldpgraph.simulation.experiment import parse_experiment
-    from ldpgraph.simulation.sweep import SweepError, run_sweep
+    from ldpgraph.simulation.sweep import run_sweep
 
     text = f"""
 name = "old"
@@ -500,7 +501,7 @@ lr = [0.01]
     with ResultsStore(db) as s:
         s.finish(old, {**fake_record(old), "entry": "hogs", "phase": "search"}, sweep="old")
     exp = parse_experiment(tomllib.loads(text), str(tmp_path / "old.toml"))
-    with pytest.raises(SweepError, match=r"feature_share = 0\.5.* in \[fixed\]"):
+    with pytest.raises(ConfigError, match=r"feature_share = 0\.5.* in \[fixed\]"):
         run_sweep(exp, "g", store_path=db, workers=0)
     said: list[str] = []
     run_sweep(exp, "g", store_path=db, workers=0, dry_run=True, say=said.append)

@@ -389,7 +389,7 @@ def test_sweep_runs_equal_single_runs_with_blinkgnn_split_and_val_loss(tmp_path:
     """Each sweep row is what ``ldpgraph run`` gives for its configuration, also with
     Blink_GNN's fixed split, loss selection and normalised features (no path drops a key)."""
     from ldpgraph.simulation.config import RunConfig
-    from ldpgraph.simulation.runner import run
+    from ldpgraph.simulation.pipeline import run
 
     text = TINY.replace(
         "epochs = 5",

@@ -26,10 +26,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ldpgraph.server.record import RESULT_MARKER
+
 from ..config import RunConfig
 
-#: The ServerApp prints the result record as one line starting with this marker.
-RESULT_MARKER = "LDPGRAPH-RESULT "
 CONNECTION = "ldpgraph-deploy"
 _RUN_ID = re.compile(r"\brun(?: ID)?[: ]+(\d{3,})", re.IGNORECASE)
 

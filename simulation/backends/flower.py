@@ -2,11 +2,12 @@
 ``nodes_per_client`` logical node-clients.
 
 The server side runs as a real Flower ServerApp: it waits for the SuperNodes, learns which nodes
-each hosts (hello round), sends the protocol's round messages and validates every reply
-(:mod:`ldpgraph.server.driver`). The ClientApp is :mod:`ldpgraph.client.app`. Node data is
-written once into the run directory as a memory-mapped node store; each client reads only its
-own rows. Flower's and Ray's state and temp files go under the run directory, which is removed
-at the end unless the user named it; Ray is shut down on success, error and Ctrl-C alike.
+each hosts (hello round), then runs the protocol's rounds through the one round loop
+(:mod:`ldpgraph.server.rounds`) with a Grid collector (:mod:`ldpgraph.server.collector`), which
+validates every reply. The ClientApp is :mod:`ldpgraph.client.app`. Node data is written once
+into the run directory as a memory-mapped node store; each client reads only its own rows.
+Flower's and Ray's state and temp files go under the run directory, which is removed at the end
+unless the user named it; Ray is shut down on success, error and Ctrl-C alike.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from ldpgraph.client.nodedata import write_store
 from ldpgraph.protocols.base import CuratorView, LdpProtocol
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.types import Release
+from ldpgraph.server.rounds import run_rounds
 
-from ..collection import require_reports
 from ..config import ConfigError, RunConfig
 from .engine import run_in_simulation_engine
 
@@ -78,7 +79,7 @@ def release_over_grid(
     ``None`` (``flwr run``) counts those that connect and spreads the nodes over them.
     ``graph`` None: a deployment, where each SuperNode reads its own node file (of
     ``partition``) and ``supernodes`` is the number of node files."""
-    from ldpgraph.server.driver import GridCollector, settled_node_count
+    from ldpgraph.server.collector import GridCollector, settled_node_count
 
     (workdir / "server-started").touch()
     n = curator.num_nodes
@@ -114,38 +115,23 @@ def release_over_grid(
         "partition": partition,
     }
     collector.discover(where)
-    timings = {"hello": time.perf_counter() - t0, "collect": 0.0, "reconstruct": 0.0}
+    hello = time.perf_counter() - t0
     collector.progress = progress
     # Nothing about a node's budget, consent or randomness travels in a round message.
-    base = dict(where)
-    msg: dict[str, Any] = {**protocol.config(), **protocol.public_message(0, config.seed)}
-    rounds = []
-    for round_ in range(protocol.rounds):
-        t1 = time.perf_counter()
-        length = protocol.num_features(round_, msg, curator.num_features)
-        result, stats = collector.collect(protocol, round_, {**base, **msg}, length)
-        t2 = time.perf_counter()
-        rounds.append(stats.to_dict())
-        require_reports(protocol.name, round_, stats.replied, stats.asked, stats.refused)
-        out = protocol.server_step(round_, result, curator, config.seed)
-        timings["collect"] += t2 - t1
-        timings["reconstruct"] += time.perf_counter() - t2
-        if isinstance(out, Release):
-            out.stats["collection"] = {
-                "nodes_per_client": k,
-                "supernodes": len(collector.hosts),
-                "rounds": rounds,
-                "node_randomness": (
-                    "node-owned: each SuperNode's own configuration (OS entropy unless its "
-                    "operator pinned a seed)"
-                    if graph is None
-                    else f"{config.node_settings().randomness} (simulation: the harness "
-                    "set every node's settings)"
-                ),
-            }
-            return out, timings
-        msg = {**protocol.config(), **out, **protocol.public_message(round_ + 1, config.seed)}
-    raise RuntimeError(f"protocol {protocol.name} finished its rounds without a release")
+    done = run_rounds(protocol, collector, curator, config.seed)
+    done.release.stats["collection"] = {
+        "nodes_per_client": k,
+        "supernodes": len(collector.hosts),
+        "rounds": done.rounds,
+        "node_randomness": (
+            "node-owned: each SuperNode's own configuration (OS entropy unless its "
+            "operator pinned a seed)"
+            if graph is None
+            else f"{config.node_settings().randomness} (simulation: the harness "
+            "set every node's settings)"
+        ),
+    }
+    return done.release, {"hello": hello, **done.timings}
 
 
 @contextlib.contextmanager

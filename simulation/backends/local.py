@@ -9,7 +9,9 @@ consent to, is refused and the node counted as missing.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,8 +20,7 @@ from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.types import NodeView, Release
-
-from ..collection import NoReportsError, require_reports
+from ldpgraph.server.rounds import Replies, RoundStats, run_rounds
 
 
 def node_view(graph: Graph, node: int) -> NodeView:
@@ -71,6 +72,74 @@ def collect_round(
     return RoundResult(reports, missing)
 
 
+class LocalCollector:
+    """Collects each round by calling every node's client step in this process, each node
+    behind its own guard (``settings``; ``ledger``: what the nodes spent in earlier rounds)."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        seed: int,
+        settings: NodeSettings,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.seed = seed
+        self.settings = settings
+        self.progress = progress
+        self.ledger = Ledger(None, "local")
+
+    def collect(
+        self,
+        protocol: LdpProtocol,
+        round_: int,
+        message: dict[str, Any],
+        num_features: int | None,
+    ) -> Replies:
+        result = collect_round(
+            protocol,
+            self.graph,
+            round_,
+            message,
+            self.seed,
+            self.progress,
+            self.settings,
+            self.ledger,
+        )
+        refused = int(result.missing.size)
+        stats = RoundStats(asked=self.graph.num_nodes, replied=len(result.reports), refused=refused)
+        if refused:
+            stats.reasons["refused by the node"] += refused
+        return Replies(result.reports, stats)
+
+
+class ReplayCollector:
+    """Collects round 0 once through ``inner`` and hands the same reports to every later run:
+    the sweep reconstructs one collection with many server-side settings (τ, l: post-processing,
+    no budget spent). Only for one-round protocols, whose reports no server step shaped."""
+
+    def __init__(self, inner: LocalCollector) -> None:
+        self.inner = inner
+        self.replies: Replies | None = None
+
+    def collect(
+        self,
+        protocol: LdpProtocol,
+        round_: int,
+        message: dict[str, Any],
+        num_features: int | None,
+    ) -> Replies:
+        if round_ != 0 or protocol.rounds != 1:
+            raise ValueError("only the reports of a one-round protocol can be replayed")
+        if self.replies is None:
+            t0 = time.perf_counter()
+            first = self.inner.collect(protocol, round_, message, num_features)
+            self.replies = first._replace(seconds=time.perf_counter() - t0)
+        reports, stats, seconds = self.replies
+        # Fresh counts for each run (the round loop completes them in place).
+        return Replies(dict(reports), replace(stats, reasons=Counter(stats.reasons)), seconds)
+
+
 def run_protocol(
     protocol: LdpProtocol,
     graph: Graph,
@@ -78,41 +147,28 @@ def run_protocol(
     seed: int,
     progress: Callable[[int], None] | None = None,
     settings: NodeSettings | None = None,
+    collector: LocalCollector | ReplayCollector | None = None,
 ) -> tuple[Release, dict[str, float]]:
     """Run every round locally; returns the release and the seconds spent collecting and
     reconstructing. ``settings``: every simulated node's own settings (default: seeded from
-    ``seed``, a budget of exactly this run's ε, no consent to raw upload)."""
+    ``seed``, a budget of exactly this run's ε, no consent to raw upload). ``collector``: one
+    already made (a replay of earlier reports), instead of a fresh one."""
     if settings is None:
         settings = NodeSettings(budget=total_epsilon(protocol), seed=seed)
-    ledger = Ledger(None, "local")
-    msg: dict[str, Any] = {**protocol.config(), **protocol.public_message(0, seed)}
-    timings = {"collect": 0.0, "reconstruct": 0.0}
-    rounds = []
-    for round_ in range(protocol.rounds):
-        t0 = time.perf_counter()
-        result = collect_round(protocol, graph, round_, msg, seed, progress, settings, ledger)
-        t1 = time.perf_counter()
-        refused = int(result.missing.size)
-        rounds.append(
-            {
-                "asked": graph.num_nodes,
-                "replied": len(result.reports),
-                "refused": refused,
-                "rejected": 0,
-                "missing": 0,
-            }
-        )
-        require_reports(protocol.name, round_, len(result.reports), graph.num_nodes, refused)
-        out = protocol.server_step(round_, result, curator, seed)
-        timings["collect"] += t1 - t0
-        timings["reconstruct"] += time.perf_counter() - t1
-        if isinstance(out, Release):
-            out.stats.setdefault("collection", {}).update(
-                {"backend": "local", "rounds": rounds, "node_randomness": settings.randomness}
-            )
-            return out, timings
-        msg = {**protocol.config(), **out, **protocol.public_message(round_ + 1, seed)}
-    raise RuntimeError(f"protocol {protocol.name} finished its rounds without a release")
+    if collector is None:
+        collector = LocalCollector(graph, seed, settings, progress)
+    done = run_rounds(protocol, collector, curator, seed)
+    done.release.stats.setdefault("collection", {}).update(
+        {"backend": "local", "rounds": done.rounds, "node_randomness": settings.randomness}
+    )
+    return done.release, done.timings
 
 
-__all__ = ["NoReportsError", "collect_round", "node_view", "run_protocol", "total_epsilon"]
+__all__ = [
+    "LocalCollector",
+    "ReplayCollector",
+    "collect_round",
+    "node_view",
+    "run_protocol",
+    "total_epsilon",
+]

@@ -12,16 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from ldpgraph.protocols.base import LdpProtocol, RoundResult
+from ldpgraph.protocols.base import LdpProtocol
 from ldpgraph.protocols.reports import (
     CONFIG_RECORD,
     HOSTS_RECORD,
@@ -31,35 +29,13 @@ from ldpgraph.protocols.reports import (
 )
 from ldpgraph.protocols.types import Report
 
+from .rounds import Replies, RoundStats
+
 log = logging.getLogger("ldpgraph.server")
 
 
 class CollectionError(RuntimeError):
     """The collection cannot go on (e.g. the SuperNodes never connected)."""
-
-
-@dataclass
-class RoundStats:
-    """What happened to the nodes asked in one round."""
-
-    asked: int = 0
-    replied: int = 0
-    rejected: int = 0
-    refused: int = 0
-    missing: int = 0
-    bad_records: int = 0
-    reasons: Counter = field(default_factory=Counter)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "asked": self.asked,
-            "replied": self.replied,
-            "rejected": self.rejected,
-            "refused": self.refused,
-            "missing": self.missing,
-            "bad_records": self.bad_records,
-            "reasons": dict(self.reasons.most_common(20)),
-        }
 
 
 def _config(values: dict[str, Any]) -> ConfigRecord:
@@ -84,7 +60,9 @@ def settled_node_count(grid: Grid, timeout: float, settle: float = 2.0) -> int:
 
 
 class GridCollector:
-    """Drives the rounds of one protocol run over a Grid."""
+    """Collects the rounds of one protocol run over a Grid (a collector of
+    :func:`ldpgraph.server.rounds.run_rounds`): after :meth:`discover`, every round message
+    also carries the hello's values (where the nodes' data lies)."""
 
     def __init__(
         self,
@@ -107,6 +85,7 @@ class GridCollector:
         self.batch_size = max(1, batch_size)
         self.progress = progress
         self.hosts: dict[int, np.ndarray] = {}
+        self.where: dict[str, Any] = {}
 
     # -- connection -------------------------------------------------------------------------
     def wait_for_supernodes(self, poll: float = 0.2) -> list[int]:
@@ -170,6 +149,7 @@ class GridCollector:
 
     def discover(self, hello: dict[str, Any]) -> dict[int, np.ndarray]:
         """Ask every SuperNode which logical nodes it hosts; keep only consistent claims."""
+        self.where = dict(hello)
         supernodes = self.wait_for_supernodes()
         # The first exchange also waits for the engine to start its workers (Ray: seconds), so
         # it gets the connection timeout on top of a round's.
@@ -223,10 +203,14 @@ class GridCollector:
         round_: int,
         message: dict[str, Any],
         num_features: int | None,
-    ) -> tuple[RoundResult, RoundStats]:
+    ) -> Replies:
+        """Send round ``round_``'s message to every SuperNode and decode the replies; what
+        cannot be decoded is counted (rejected, refused, missing, bad records) and dropped."""
         schema = protocol.schema(round_)
         stats = RoundStats(asked=self.num_nodes)
-        contents = {sid: {"op": "report", "round": round_, **message} for sid in self.hosts}
+        contents = {
+            sid: {"op": "report", "round": round_, **self.where, **message} for sid in self.hosts
+        }
         replies = self._exchange(contents, f"round-{round_}")
         reports: dict[int, Report] = {}
         for sid, ids in self.hosts.items():
@@ -281,10 +265,7 @@ class GridCollector:
             self._drop(stats, self.num_nodes - hosted, "node not hosted by any SuperNode")
         for reason, count in stats.reasons.items():
             log.warning("round %d: %d node(s) dropped: %s", round_, count, reason)
-        missing = np.setdiff1d(
-            np.arange(self.num_nodes), np.fromiter(reports, np.int64, len(reports))
-        )
-        return RoundResult(reports, missing), stats
+        return Replies(reports, stats)
 
     @staticmethod
     def _drop(stats: RoundStats, count: int, reason: str) -> None:

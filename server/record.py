@@ -1,0 +1,186 @@
+"""The result record of one run, built in one place, and its human summary.
+
+The record is what ``ldpgraph run --json`` prints, what the ServerApp writes and logs, and what
+the results store keeps (one row per record: its keys map to the store's columns, so their
+names and shapes are part of every existing store): the configuration (seed included), the
+accuracy and training outcome, the privacy report, the original and released graph's sizes,
+the release's statistics (each round's counts of nodes asked, replied, refused, rejected and
+missing), the fingerprint of the release, timings and versions.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import textwrap
+from importlib import metadata
+from typing import Any, Protocol
+
+from ldpgraph.protocols.types import Release
+
+#: The ServerApp logs the record as one line starting with this marker; ``ldpgraph run
+#: --backend deploy`` finds it in the stream of ``flwr run``.
+RESULT_MARKER = "LDPGRAPH-RESULT "
+#: The training outcome fields a record keeps (when the training reported them).
+TRAINING_KEYS = (
+    "best_epoch",
+    "epochs_run",
+    "device",
+    "val_loss",
+    "selection",
+    "collapsed",
+    "top_class_share",
+    "majority_rate",
+)
+_PACKAGES = (
+    "ldpgraph",
+    "numpy",
+    "scipy",
+    "torch",
+    "torch-geometric",
+    "flwr",
+    "ray",
+    "dp-accounting",
+)
+
+
+class GraphSizes(Protocol):
+    """The original graph as the server knows it (a loaded Graph, or a deployment's curator
+    file, which may not know the edge count)."""
+
+    num_nodes: int
+    num_edges: int | None
+    num_features: int
+    num_classes: int
+
+
+def versions() -> dict[str, str]:
+    """Python's and every installed package's version that can change a result."""
+    out = {"python": platform.python_version()}
+    for pkg in _PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def build_record(
+    config: dict[str, Any],
+    graph: GraphSizes,
+    release: Release,
+    metrics: dict[str, Any],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """The result record (JSON-serialisable) of a run of ``config`` (its full mapping) whose
+    ``release`` of ``graph`` trained to ``metrics`` in ``timings`` seconds per stage."""
+    return {
+        "config": config,
+        "accuracy": {
+            "val": metrics["val_acc"],
+            "test": metrics["test_acc"],
+            "train": metrics["train_acc"],
+        },
+        "training": {k: metrics[k] for k in TRAINING_KEYS if k in metrics},
+        "privacy": release.privacy.to_dict(),
+        "graph": {
+            "original": {
+                "nodes": graph.num_nodes,
+                "edges": graph.num_edges,
+                "features": graph.num_features,
+                "classes": graph.num_classes,
+            },
+            "synthetic": {
+                "nodes": release.num_nodes,
+                "edges": release.num_edges,
+                "features": int(release.x.shape[1]),
+            },
+        },
+        "release": release.stats,
+        "fingerprint": release.fingerprint(),
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "versions": versions(),
+        "command": " ".join(sys.argv),
+    }
+
+
+def json_default(obj: Any) -> Any:
+    """JSON for what a record may hold besides plain values: numpy scalars and arrays;
+    anything else as its string."""
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def result_line(record: dict[str, Any]) -> str:
+    """The record as the one marked log line ``ldpgraph run --backend deploy`` reads."""
+    return RESULT_MARKER + json.dumps(record, separators=(",", ":"), default=json_default)
+
+
+def summary(record: dict[str, Any]) -> str:
+    """A few lines for a person: what ran, accuracy, privacy with its units, graph sizes,
+    each round's counts, timings and the fingerprint."""
+    c, acc, pr = record["config"], record["accuracy"], record["privacy"]
+    g = record["graph"]
+    lines = [
+        f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
+        f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
+        f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
+        f"(best epoch {record['training']['best_epoch']})"
+        + ("   COLLAPSED onto one class" if record["training"].get("collapsed") else ""),
+    ]
+    if pr.get("headline"):
+        lines += textwrap.wrap(
+            pr["headline"],
+            100,
+            initial_indent="  privacy       ",
+            subsequent_indent=" " * 16,
+            break_on_hyphens=False,
+        )
+    # ε of one report: the unit says what it protects (a bit, an edge), not a whole node.
+    lines += textwrap.wrap(
+        f"report ε = {pr['epsilon']:.4g} ({pr['unit']}); accountant {pr['accountant']}",
+        100,
+        initial_indent=f"{'  privacy' if not pr.get('headline') else '':<16}",
+        subsequent_indent=" " * 16,
+        break_on_hyphens=False,
+    )
+    for part in pr["parts"]:
+        lines.append(
+            f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
+        )
+    lines += [
+        f"  graph         original {g['original']['nodes']} nodes / "
+        f"{g['original']['edges'] if g['original']['edges'] is not None else '?'} "
+        f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
+        *_collection_lines(record["release"].get("collection")),
+        "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in record["timings"].items()),
+        f"  fingerprint   {record['fingerprint']}",
+    ]
+    return "\n".join(lines)
+
+
+def _collection_lines(col: dict[str, Any] | None) -> list[str]:
+    if not col or not col.get("rounds"):
+        return []
+    lines = []
+    if col.get("supernodes") is not None:
+        lines.append(
+            f"  nodes         {col.get('supernodes')} SuperNodes x {col.get('nodes_per_client')} "
+            "node-clients"
+        )
+    if col.get("node_randomness"):
+        lines.append(f"  node noise    {col['node_randomness']}")
+    for i, r in enumerate(col["rounds"]):
+        lines.append(
+            f"  round {i}       asked {r['asked']}  replied {r['replied']}  rejected "
+            f"{r.get('rejected', 0)}  refused {r['refused']}  missing {r['missing']}"
+        )
+    return lines

@@ -1,0 +1,205 @@
+"""The one round loop: drive a protocol's rounds over any collector, trust no reply.
+
+A collector moves one round's message to the nodes and their reports back (the ``local``
+backend calls every node's client step in this process; the Flower backend talks to the
+SuperNodes over a Grid, :mod:`ldpgraph.server.collector`). Everything else about a round is
+written once, here: the message (the protocol's parameters, the server's feedback from the
+previous round and the public values of this round), the validation of every report against
+what was asked, the counts of nodes that replied, refused, were rejected or stayed silent, the
+server step, and the stop: the loop ends at the first :class:`Release`, and a protocol that has
+run all its rounds without one is an error. No message is ever built or sent for a round the
+protocol does not have.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ldpgraph.protocols.types import Release, Report
+
+log = logging.getLogger("ldpgraph.server")
+
+
+class NoReportsError(ValueError):
+    """No node sent a usable report in a round: there is nothing private to release, and
+    training on an empty graph would only print a meaningless accuracy."""
+
+
+@dataclass
+class RoundStats:
+    """What happened to the nodes asked in one round. ``rejected``: reports that failed
+    validation; ``refused``: nodes whose guard said no; ``missing``: nodes that sent nothing
+    (lost, silent, or hosted by no SuperNode); ``bad_records``: reply records naming a node the
+    sender does not host."""
+
+    asked: int = 0
+    replied: int = 0
+    rejected: int = 0
+    refused: int = 0
+    missing: int = 0
+    bad_records: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "replied": self.replied,
+            "rejected": self.rejected,
+            "refused": self.refused,
+            "missing": self.missing,
+            "bad_records": self.bad_records,
+            "reasons": dict(self.reasons.most_common(20)),
+        }
+
+
+class Replies(NamedTuple):
+    """What a collector brings back from one round: the decoded reports by node id, and its
+    counts of what it could not use (``stats.replied`` counts ``reports``). ``seconds``: what
+    the collection cost when that is not the time of the call (a replay of earlier reports)."""
+
+    reports: dict[int, Report]
+    stats: RoundStats
+    seconds: float | None = None
+
+
+class Collector(Protocol):
+    """Sends round ``round_``'s ``message`` to every node and returns their replies."""
+
+    def collect(
+        self,
+        protocol: LdpProtocol,
+        round_: int,
+        message: dict[str, Any],
+        num_features: int | None,
+    ) -> Replies: ...
+
+
+@dataclass
+class Collected:
+    """The outcome of :func:`run_rounds`: the release, each round's counts, and the seconds
+    spent collecting and in the server steps."""
+
+    release: Release
+    rounds: list[dict[str, Any]]
+    timings: dict[str, float]
+
+
+def round_message(
+    protocol: LdpProtocol, round_: int, seed: int, feedback: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Round ``round_``'s message: the protocol's parameters, the server's feedback from the
+    previous round and the public values of this round (never a node's randomness)."""
+    return {**protocol.config(), **(feedback or {}), **protocol.public_message(round_, seed)}
+
+
+def run_rounds(
+    protocol: LdpProtocol, collector: Collector, curator: CuratorView, seed: int
+) -> Collected:
+    """Run ``protocol``'s rounds over ``collector`` until its server step releases."""
+    timings = {"collect": 0.0, "reconstruct": 0.0}
+    rounds: list[dict[str, Any]] = []
+    message = round_message(protocol, 0, seed)
+    for round_ in range(protocol.rounds):
+        length = protocol.num_features(round_, message, curator.num_features)
+        t0 = time.perf_counter()
+        replies = collector.collect(protocol, round_, message, length)
+        t1 = time.perf_counter()
+        result, stats = validate_replies(protocol, round_, replies, curator.num_nodes, length)
+        rounds.append(stats.to_dict())
+        require_reports(protocol.name, round_, stats.replied, stats.asked, stats.refused)
+        out = protocol.server_step(round_, result, curator, seed)
+        timings["collect"] += replies.seconds if replies.seconds is not None else t1 - t0
+        timings["reconstruct"] += time.perf_counter() - t1
+        if isinstance(out, Release):
+            return Collected(out, rounds, timings)
+        if round_ + 1 < protocol.rounds:
+            message = round_message(protocol, round_ + 1, seed, out)
+    raise RuntimeError(
+        f"protocol {protocol.name} finished its {protocol.rounds} round(s) without a release"
+    )
+
+
+def validate_replies(
+    protocol: LdpProtocol,
+    round_: int,
+    replies: Replies,
+    num_nodes: int,
+    num_features: int | None,
+) -> tuple[RoundResult, RoundStats]:
+    """Check every report against what round ``round_`` asked for; a bad one is dropped,
+    counted as rejected and its reason logged. Returns the round's usable reports (with the
+    nodes that sent none) and the completed counts."""
+    schema = protocol.schema(round_)
+    stats = replies.stats
+    reports: dict[int, Report] = {}
+    for node, report in replies.reports.items():
+        problem = report_problem(report, node, round_, num_nodes, num_features, schema)
+        if problem is None:
+            reports[node] = report
+            continue
+        stats.replied -= 1
+        stats.rejected += 1
+        stats.reasons[f"invalid report: {problem}"] += 1
+        log.warning("round %d: report of node %s dropped: %s", round_, node, problem)
+    missing = np.setdiff1d(np.arange(num_nodes), np.fromiter(reports, np.int64, len(reports)))
+    return RoundResult(reports, missing), stats
+
+
+def report_problem(
+    report: Report,
+    node: int,
+    round_: int,
+    num_nodes: int,
+    num_features: int | None,
+    schema: ReportSchema,
+) -> str | None:
+    """Why ``report`` is not a valid report of ``node`` for this round, or None."""
+    if not isinstance(report, Report):
+        return f"not a report ({type(report).__name__})"
+    if not 0 <= node < num_nodes or report.node_id != node:
+        return f"report of node {report.node_id} in the place of node {node}"
+    if report.round != round_ or report.num_nodes != num_nodes:
+        return f"report for round {report.round} of n={report.num_nodes}"
+    adj = report.adjacency
+    if schema.adjacency:
+        if not isinstance(adj, np.ndarray) or adj.ndim != 1 or adj.dtype.kind not in "iu":
+            return "adjacency is not a vector of node ids"
+        if adj.size and (adj[0] < 0 or adj[-1] >= num_nodes):
+            return f"adjacency index out of range [0, {num_nodes})"
+        if adj.size > 1 and not (adj[1:] > adj[:-1]).all():
+            return "adjacency indices are unsorted or duplicated"
+        if (adj == node).any():
+            return "adjacency contains the node's own diagonal entry"
+    elif adj is not None:
+        return "adjacency sent in a round that did not ask for it"
+    x = report.features
+    if schema.features:
+        if not isinstance(x, np.ndarray) or x.shape != (num_features,):
+            return f"features are not a vector of length {num_features}"
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            return "features are not finite"
+    elif x is not None:
+        return "features sent in a round that did not ask for them"
+    for key in schema.extras:
+        value = report.extras.get(key)
+        if not isinstance(value, float | int) or isinstance(value, bool) or not np.isfinite(value):
+            return f"missing or invalid field {key!r}"
+    return None
+
+
+def require_reports(protocol: str, round_: int, replied: int, asked: int, refused: int) -> None:
+    """Stop the run when a round collected no report at all."""
+    if replied == 0:
+        raise NoReportsError(
+            f"{protocol}: no node reported in round {round_} ({refused} of {asked} refused, the "
+            "rest sent nothing usable): nothing to release. A node refuses a round over its own "
+            "budget (--node-budget in simulation, `budget` in a SuperNode's --node-config) or a "
+            "raw upload it did not consent to (--trust-curator / `trust-curator`)"
+        )

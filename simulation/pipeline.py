@@ -1,0 +1,263 @@
+"""One run as four stages, the same for ``ldpgraph run``, ``ldpgraph sweep`` and the ServerApp.
+
+* :func:`prepare`: the dataset (or, in a deployment, the curator file: all the server may know)
+  and the run's split, refused before anything is collected if a part of it is empty;
+* :func:`release`: collect every node's reports through the configured backend and let the
+  protocol turn them into a :class:`Release` (the rounds are driven by
+  :func:`ldpgraph.server.rounds.run_rounds` in every backend);
+* :func:`evaluate`: train the configured model on the release and measure it on the true labels;
+* :func:`record`: the result record (:mod:`ldpgraph.server.record`).
+
+:func:`run` chains them with progress output; a sweep calls the stages itself, to reuse one
+collection of reports for many reconstructions (:func:`replay_for`) and one release for many
+trainings.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ldpgraph.protocols.base import CuratorView
+from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.registry import make_protocol, uses_public_features
+from ldpgraph.protocols.types import Release
+from ldpgraph.server.record import build_record
+
+from .backends.local import LocalCollector, ReplayCollector
+from .config import RunConfig
+from .datasets import load_dataset
+from .splits import split_for
+
+Stage = Callable[[str], None]
+
+
+@dataclass
+class Prepared:
+    """What :func:`prepare` gives the later stages. ``config`` names the dataset the curator
+    file was made from in a deployment; ``graph`` is a loaded Graph, or the curator file."""
+
+    config: RunConfig
+    graph: Any
+    split: Any
+    seconds: float
+
+
+def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = None) -> Prepared:
+    """Load the dataset (or the curator file) and make the run's split. ``graph``: the
+    configured dataset, already loaded (a sweep's worker keeps one per process)."""
+    say = say or (lambda _msg: None)
+    t0 = time.perf_counter()
+    if config.curator:  # deployment: what the server may know, from the curator file only
+        from .partition import load_curator
+
+        say(f"loading the curator file {config.curator}")
+        graph = load_curator(config.curator)
+        config = replace(config, dataset=graph.dataset)
+        if config.split_mode == "seeded":
+            split = graph.split_for(config.seed, config.train_split, config.val_split)
+        else:
+            split = _split(graph.num_nodes, config)
+    else:
+        if graph is None:
+            say(f"loading {config.dataset}")
+            graph = load_dataset(config.dataset, config.data_root or None)
+        split = _split(graph.num_nodes, config)
+    seconds = time.perf_counter() - t0
+    check_split(split, graph.num_nodes, config)
+    return Prepared(config, graph, split, seconds)
+
+
+def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
+    """Refuse, before collecting anything, a split with an empty part (a tiny graph rounds a
+    fraction to no nodes): training needs training and validation nodes, and a test accuracy
+    of no test nodes is undefined (NaN, which is not even valid JSON)."""
+    sizes = {"train": len(split.train), "val": len(split.val), "test": len(split.test)}
+    empty = [name for name, size in sizes.items() if size == 0]
+    if empty:
+        raise ValueError(
+            f"the split of {num_nodes} nodes by train-split {config.train_split} and val-split "
+            f"{config.val_split} leaves no {' and no '.join(empty)} nodes "
+            f"({sizes['train']}/{sizes['val']}/{sizes['test']}); change --split or use a "
+            "larger graph"
+        )
+
+
+def _split(num_nodes: int, config: RunConfig) -> Any:
+    return split_for(
+        num_nodes, config.seed, config.train_split, config.val_split, config.split_mode
+    )
+
+
+def curator_view(graph: Any, public_features: bool) -> CuratorView:
+    """What the server knows of ``graph`` (a Graph, or a Curator in a deployment)."""
+    x = None
+    if public_features:
+        x = getattr(graph, "public_features", None) if not isinstance(graph, Graph) else graph.x
+        if x is None:
+            raise ValueError(
+                "this protocol's server needs the true features, but the curator file has none: "
+                "partition with --public-features"
+            )
+    return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain, x)
+
+
+def replay_for(config: RunConfig, graph: Graph) -> ReplayCollector | None:
+    """A collector that collects ``config``'s reports once and hands them to every
+    :func:`release` of configurations that differ only in server-side post-processing (τ, l),
+    when that is sound: a one-round protocol on the local backend. None otherwise."""
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    if config.backend != "local" or protocol.rounds != 1:
+        return None
+    return ReplayCollector(LocalCollector(graph, config.seed, config.node_settings()))
+
+
+def release(
+    config: RunConfig,
+    graph: Any,
+    progress: Callable[[int], None] | None = None,
+    grid: Any = None,
+    replay: ReplayCollector | None = None,
+) -> tuple[Release, dict[str, float]]:
+    """Collect the reports with the configured backend and turn them into a release; returns
+    it with the seconds each step took. With ``grid`` (inside a ServerApp) the rounds go over
+    that Grid; ``graph`` a curator file: a deployment, whose SuperNodes hold the node files.
+    ``replay`` (from :func:`replay_for`): reuse the reports it collected first."""
+    protocol = make_protocol(config.protocol, **config.protocol_params())
+    curator = curator_view(graph, uses_public_features(config.protocol))
+    if grid is not None:
+        from .backends.flower import release_over_grid, run_directory
+
+        deployed = not isinstance(graph, Graph)
+        with run_directory(config) as workdir:
+            return release_over_grid(
+                grid,
+                protocol,
+                None if deployed else graph,
+                curator,
+                config,
+                workdir,
+                progress,
+                supernodes=len(graph.blocks) if deployed else None,
+                partition=graph.partition if deployed else "",
+            )
+    if config.backend == "deploy":
+        raise ValueError("the deploy backend runs inside a ServerApp on a SuperLink")
+    if config.backend == "local":
+        from .backends.local import run_protocol
+
+        settings = config.node_settings()
+        return run_protocol(protocol, graph, curator, config.seed, progress, settings, replay)
+    from .backends.flower import run_protocol as run_flower
+
+    return run_flower(protocol, graph, curator, config, progress)
+
+
+def evaluate(
+    config: RunConfig,
+    graph: Any,
+    split: Any,
+    release: Release,
+    num_threads: int | None = None,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[dict[str, Any], float]:
+    """Train ``config.model`` on ``release`` and measure it on ``graph``'s true labels;
+    returns the metrics and the seconds it took."""
+    from ldpgraph.server.training import TrainConfig, train_and_evaluate
+
+    t0 = time.perf_counter()
+    metrics = train_and_evaluate(
+        release.edges,
+        release.x,
+        graph.y,
+        split,
+        TrainConfig.from_mapping(config.to_dict()),
+        config.seed,
+        device=None if config.device == "auto" else config.device,
+        edge_weight=release.edge_weight,
+        num_classes=graph.num_classes,
+        num_threads=num_threads,
+        progress=progress,
+    )
+    return metrics, time.perf_counter() - t0
+
+
+def record(
+    config: RunConfig,
+    graph: Any,
+    release: Release,
+    metrics: dict[str, Any],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """The result record; ``timings`` gains the total of its stages."""
+    times = {**timings, "total": sum(timings.values())}
+    return build_record(config.to_dict(), graph, release, metrics, times)
+
+
+def train_release(
+    config: RunConfig,
+    graph: Any,
+    split: Any,
+    release: Release,
+    timings: dict[str, float] | None = None,
+    num_threads: int | None = None,
+    progress: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``release`` and return the run's record (``timings``: the seconds spent so far
+    on this release: loading, collection, reconstruction)."""
+    metrics, seconds = evaluate(config, graph, split, release, num_threads, progress)
+    return record(config, graph, release, metrics, {**(timings or {}), "train": seconds})
+
+
+def run(
+    config: RunConfig, stage: Stage | None = None, show_progress: bool = False, grid: Any = None
+) -> dict[str, Any]:
+    """Run one experiment and return its result record (JSON-serialisable)."""
+    config.validate()
+    say = stage or (lambda _msg: None)
+    prepared = prepare(config, say)
+    config, graph = prepared.config, prepared.graph
+
+    where = config.backend
+    if config.backend == "flower" and grid is None:
+        k = config.resolved_nodes_per_client(graph.num_nodes)
+        auto = " (automatic)" if config.nodes_per_client == 0 else ""
+        where = f"flower: {-(-graph.num_nodes // k)} SuperNodes x {k} node-clients{auto}"
+    say(f"collecting {graph.num_nodes} node reports ({config.protocol}, {where})")
+    if config.backend == "flower" and grid is None:
+        # The bar stays at 0 until the engine is up: say why, so nobody takes it for a hang.
+        say(
+            "starting Ray and Flower's simulation engine, then a hello round to every SuperNode "
+            "(typically 10-50 s before the first report)"
+        )
+    bar = _bar(graph.num_nodes, "nodes", show_progress)
+    released, timings = release(config, graph, bar.update if bar else None, grid)
+    if bar:
+        bar.close()
+
+    say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
+    ebar = _bar(config.epochs, "epochs", show_progress)
+    result = train_release(
+        config,
+        graph,
+        prepared.split,
+        released,
+        {"load": prepared.seconds, **timings},
+        progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
+    )
+    if ebar:
+        ebar.close()
+    return result
+
+
+def _bar(total: int, unit: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, unit=unit, leave=False, file=sys.stderr, mininterval=0.5, dynamic_ncols=True
+    )

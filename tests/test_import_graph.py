@@ -1,0 +1,111 @@
+"""No import circles inside ldpgraph: a static check of every import, lazy ones included.
+
+A circle works only as long as every module in it defers the imports that close it, and it
+ties the modules' import order to whoever imports first; two had crept in (the ServerApp →
+CLI → deploy backend → ServerApp, and the sweep ↔ its Ray executor). This test reads every
+module of the four code folders with ``ast`` (imports inside functions count too: they close a
+circle as soon as they run) and fails with the circle it finds.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {
+    "client": "ldpgraph.client",
+    "server": "ldpgraph.server",
+    "simulation": "ldpgraph.simulation",
+    "protocols": "ldpgraph.protocols",
+}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its ``__init__``)."""
+    out = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The ldpgraph modules that ``name`` imports anywhere in its source."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in known else module)
+    return {m for m in found if m in known and m != name}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_check_sees_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_the_check_reads_relative_and_lazy_imports():
+    known = modules()
+    deploy = imports(
+        "ldpgraph.simulation.backends.deploy",
+        known["ldpgraph.simulation.backends.deploy"],
+        known,
+    )
+    assert "ldpgraph.simulation.config" in deploy  # from ..config import RunConfig
+    assert "ldpgraph.server.record" in deploy
+    cli = imports("ldpgraph.simulation.cli", known["ldpgraph.simulation.cli"], known)
+    assert "ldpgraph.simulation.pipeline" in cli  # imported inside cmd_run
+
+
+def test_no_import_circles():
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    assert circles(graph) == []

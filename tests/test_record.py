@@ -1,0 +1,109 @@
+"""The result record (ldpgraph.server.record): one builder, one summary, one marked log line;
+and the pipeline's derivation of the training settings from a run's configuration."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import fields
+from types import SimpleNamespace
+
+import numpy as np
+
+from ldpgraph.protocols.types import PrivacyReport, Release
+from ldpgraph.server.record import (
+    RESULT_MARKER,
+    build_record,
+    json_default,
+    result_line,
+    summary,
+)
+from ldpgraph.server.training import TrainConfig
+from ldpgraph.simulation.config import RunConfig
+
+METRICS = {
+    "val_acc": 0.5,
+    "test_acc": 0.25,
+    "train_acc": 1.0,
+    "best_epoch": 7,
+    "device": "cpu",
+    "collapsed": False,
+    "not_a_training_key": 1,
+}
+
+
+def release() -> Release:
+    privacy = PrivacyReport(
+        "hogs",
+        "adjacency bit",
+        2.0,
+        0.0,
+        "closed form",
+        parts=[{"part": "adjacency", "epsilon": 2.0, "unit": "adjacency bit"}],
+    )
+    rounds = [{"asked": 4, "replied": 3, "rejected": 1, "refused": 0, "missing": 0}]
+    return Release(
+        edges=np.array([[0, 1], [1, 2]]),
+        x=np.zeros((4, 3), dtype=np.uint8),
+        privacy=privacy,
+        stats={"collection": {"backend": "local", "rounds": rounds, "node_randomness": "seeded"}},
+    )
+
+
+def record(edges: int | None = 5) -> dict:
+    graph = SimpleNamespace(num_nodes=4, num_edges=edges, num_features=3, num_classes=2)
+    timings = {"collect": 0.123456, "train": 1.0}
+    return build_record(RunConfig(backend="local").to_dict(), graph, release(), METRICS, timings)
+
+
+def test_the_record_has_the_stores_keys_and_no_more():
+    rec = record()
+    assert set(rec) == {
+        "config",
+        "accuracy",
+        "training",
+        "privacy",
+        "graph",
+        "release",
+        "fingerprint",
+        "timings",
+        "versions",
+        "command",
+    }
+    assert rec["accuracy"] == {"val": 0.5, "test": 0.25, "train": 1.0}
+    assert rec["training"] == {"best_epoch": 7, "device": "cpu", "collapsed": False}
+    assert rec["graph"]["synthetic"] == {"nodes": 4, "edges": 2, "features": 3}
+    assert rec["timings"] == {"collect": 0.1235, "train": 1.0}
+    assert rec["fingerprint"] == release().fingerprint()
+    assert rec["versions"]["python"] == "{}.{}.{}".format(*sys.version_info[:3])
+    assert rec["release"]["collection"]["rounds"][0]["rejected"] == 1
+
+
+def test_the_summary_names_units_rounds_and_an_unknown_edge_count():
+    text = summary(record(edges=None))
+    assert "ldpgraph run: hogs on cora with gcn (ε=8, seed 0, backend local)" in text
+    assert "test 25.0%   val 50.0%" in text
+    assert "adjacency: ε = 2 per adjacency bit" in text
+    assert "original 4 nodes / ? edges; synthetic 4 / 2" in text
+    assert "round 0       asked 4  replied 3  rejected 1  refused 0  missing 0" in text
+    assert "COLLAPSED" not in text
+
+
+def test_the_marked_line_carries_the_record_as_strict_json():
+    rec = record()
+    rec["config"]["seed"] = np.int64(3)
+    rec["privacy"]["epsilon"] = np.float32(2.0)
+    line = result_line(rec)
+    assert line.startswith(RESULT_MARKER) and "\n" not in line
+    back = json.loads(line[len(RESULT_MARKER) :], parse_constant=lambda c: 1 / 0)
+    assert back["privacy"]["epsilon"] == 2.0 and back["config"]["seed"] == 3
+    assert json_default(np.arange(2)) == [0, 1]
+
+
+def test_training_settings_are_derived_from_the_run_configuration():
+    run = RunConfig(model="sage", lr=0.05, hidden=8, center_features=False, selection="val_loss")
+    train = TrainConfig.from_mapping(run.to_dict())
+    shared = {f.name for f in fields(TrainConfig)} & set(run.to_dict())
+    assert shared == {f.name for f in fields(TrainConfig)} - {"heads", "patience"}
+    assert all(getattr(train, name) == getattr(run, name) for name in shared)
+    assert train.heads == TrainConfig().heads and train.patience is None
