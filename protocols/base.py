@@ -13,13 +13,47 @@ from .types import NodeView, PrivacyReport, Release, Report
 
 @dataclass(frozen=True)
 class CuratorView:
-    """What the server legitimately knows: sizes, the public feature domain and, only when a
-    protocol declares features public (edge-LDP-only settings), the feature matrix."""
+    """What the server legitimately knows: sizes, the public feature domain, only when a
+    protocol declares features public (edge-LDP-only settings) the feature matrix, and the
+    training side of the task it trains for: the ``train_nodes`` and ``val_nodes`` of the split
+    and ``labels`` (length n) holding the true label of those nodes and −1 everywhere else. It
+    never holds a test label: a strategy that trains (central DP) can use what the curator
+    trains with anyway, and nothing it could report on. ``device`` is where the curator
+    computes ("cpu", "cuda", …)."""
 
     num_nodes: int
     num_features: int
     feature_domain: tuple[float, float] = (0.0, 1.0)
     public_features: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    train_nodes: np.ndarray | None = None
+    val_nodes: np.ndarray | None = None
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.labels is None:
+            return
+        labels = np.asarray(self.labels)
+        if labels.shape != (self.num_nodes,):
+            raise ValueError(f"curator labels have shape {labels.shape}, not ({self.num_nodes},)")
+        known = np.zeros(self.num_nodes, dtype=bool)
+        for nodes in (self.train_nodes, self.val_nodes):
+            if nodes is not None:
+                known[np.asarray(nodes, dtype=np.int64)] = True
+        if (labels[~known] != -1).any():
+            raise ValueError(
+                "the curator may know the labels of training and validation nodes only"
+            )
+
+
+def training_labels(y: np.ndarray, train: np.ndarray, val: np.ndarray) -> np.ndarray:
+    """``y`` with every label outside ``train`` and ``val`` replaced by −1 (what a
+    :class:`CuratorView` may hold)."""
+    out = np.full(np.asarray(y).shape[0], -1, dtype=np.int64)
+    for nodes in (train, val):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        out[nodes] = np.asarray(y, dtype=np.int64)[nodes]
+    return out
 
 
 @dataclass(frozen=True)

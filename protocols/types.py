@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+#: What a release can be: a synthetic ``graph`` (the LDP protocols, PrivDPR, PPGSL), a trained
+#: ``model`` (DPAR: the harness asks it for predictions) or a generated collection of
+#: ``graphs`` (DPGGAN/DPGVAE on a collection dataset).
+RELEASE_KINDS = ("graph", "model", "graphs")
+
+
+class Predictor(Protocol):
+    """A released model: class labels for the given node ids (the harness scores them against
+    true labels the mechanism never saw)."""
+
+    def predict(self, nodes: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -75,11 +87,15 @@ class PrivacyReport:
 
 @dataclass
 class Release:
-    """The curator's output: a synthetic graph (to train on) and what it cost in privacy.
+    """The curator's output and what it cost in privacy.
 
-    ``edges`` follows :class:`ldpgraph.protocols.graph.Graph`: each undirected edge once,
-    u < v, sorted. ``x`` is the feature matrix the models train on; ``edge_weight`` (aligned
-    with ``edges``) is optional.
+    ``kind`` says what was released (:data:`RELEASE_KINDS`); evaluation picks what fits it.
+    A ``graph`` release holds ``edges`` (as :class:`ldpgraph.protocols.graph.Graph`: each
+    undirected edge once, u < v, sorted), the feature matrix ``x`` the models train on and an
+    optional ``edge_weight`` aligned with ``edges``. A ``model`` release holds ``model`` (a
+    :class:`Predictor`) and an empty graph of ``num_nodes`` rows (:meth:`of_model`); a
+    ``graphs`` release holds ``graphs``, one ``graph`` release per generated graph
+    (:meth:`of_graphs`).
     """
 
     edges: np.ndarray
@@ -87,6 +103,51 @@ class Release:
     privacy: PrivacyReport
     edge_weight: np.ndarray | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    kind: str = "graph"
+    model: Predictor | None = None
+    graphs: list[Release] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.kind not in RELEASE_KINDS:
+            raise ValueError(f"unknown release kind {self.kind!r}; one of {RELEASE_KINDS}")
+        if (self.kind == "model") != (self.model is not None):
+            raise ValueError("a model release holds a model, and only a model release does")
+        if self.kind == "graphs" and not self.graphs:
+            raise ValueError("a graphs release holds at least one graph")
+        if any(g.kind != "graph" for g in self.graphs):
+            raise ValueError("a graphs release holds graph releases only")
+
+    @classmethod
+    def of_model(
+        cls,
+        model: Predictor,
+        num_nodes: int,
+        privacy: PrivacyReport,
+        stats: dict[str, Any] | None = None,
+    ) -> Release:
+        """A trained predictor over ``num_nodes`` nodes (no graph is released)."""
+        return cls(
+            edges=np.zeros((0, 2), dtype=np.int64),
+            x=np.zeros((num_nodes, 0), dtype=np.float32),
+            privacy=privacy,
+            stats=dict(stats or {}),
+            kind="model",
+            model=model,
+        )
+
+    @classmethod
+    def of_graphs(
+        cls, graphs: list[Release], privacy: PrivacyReport, stats: dict[str, Any] | None = None
+    ) -> Release:
+        """A generated collection (each element a ``graph`` release; one privacy report)."""
+        return cls(
+            edges=np.zeros((0, 2), dtype=np.int64),
+            x=np.zeros((0, 0), dtype=np.float32),
+            privacy=privacy,
+            stats=dict(stats or {}),
+            kind="graphs",
+            graphs=list(graphs),
+        )
 
     @property
     def num_nodes(self) -> int:
@@ -97,9 +158,21 @@ class Release:
         return int(self.edges.shape[0])
 
     def fingerprint(self) -> str:
-        """sha256 of the synthetic graph: sorted edge list (int64) and feature matrix bytes,
-        with shapes and dtype, so two runs can be compared exactly."""
+        """sha256 of what was released, so two runs can be compared exactly: for a graph the
+        sorted edge list (int64) and feature matrix bytes with shapes and dtype; for a model
+        its predictions on every node; for a collection its graphs' fingerprints in order."""
         h = hashlib.sha256()
+        if self.kind == "model":
+            assert self.model is not None
+            labels = np.asarray(self.model.predict(np.arange(self.num_nodes)), dtype="<i8")
+            h.update(f"model;n{self.num_nodes};".encode())
+            h.update(np.ascontiguousarray(labels).tobytes())
+            return h.hexdigest()
+        if self.kind == "graphs":
+            h.update(f"graphs{len(self.graphs)};".encode())
+            for graph in self.graphs:
+                h.update(graph.fingerprint().encode())
+            return h.hexdigest()
         edges = np.ascontiguousarray(self.edges, dtype="<i8")
         x = np.ascontiguousarray(self.x)
         h.update(f"edges{edges.shape};x{x.shape}{x.dtype.str};".encode())

@@ -1,0 +1,92 @@
+"""The shape every central-DP strategy has: one raw-upload round, then a mechanism on the graph
+the curator received.
+
+A central strategy is a protocol (:class:`~ldpgraph.protocols.base.LdpProtocol`) whose round
+message asks the nodes for the ``none`` raw upload, so a node needs no code of the strategy: it
+runs the plain upload, and only if its own node config says it trusts the curator (the others
+refuse and are counted). Every backend, the budget guard, reply validation, sweeps, the store and
+reports then serve the strategy unchanged; a strategy writes only :meth:`CentralStrategy.release`
+and :meth:`CentralStrategy.privacy_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..floors import NonPrivate
+from ..types import NodeView, Release, Report
+
+
+@dataclass(frozen=True)
+class UploadedGraph:
+    """The raw graph the curator holds after the upload round: the edges reported by the
+    consenting nodes (``u < v``, sorted, unique), the feature matrix (rows of nodes that did not
+    upload are zero) and which nodes uploaded."""
+
+    edges: np.ndarray
+    x: np.ndarray
+    uploaded: np.ndarray  # bool [n]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges.shape[0])
+
+
+class CentralStrategy(LdpProtocol):
+    """A central-DP mechanism as a one-round raw-upload protocol.
+
+    Subclasses set ``name`` and ``kind`` (the :class:`Release` kind they produce) and implement
+    :meth:`release` on the uploaded graph and :meth:`privacy_report` from an accountant.
+    """
+
+    rounds = 1
+    raw_upload = True
+    #: What :meth:`release` returns (``graph``, ``model`` or ``graphs``).
+    kind: str = "graph"
+
+    _upload = NonPrivate()
+
+    def config(self) -> dict[str, Any]:
+        """The round message the nodes receive: the plain raw upload (nodes never run, or
+        even import, the strategy's code)."""
+        return self._upload.config()
+
+    def round_epsilon(self, round_: int) -> float:
+        return math.inf  # raw data: only a node that trusts the curator takes part
+
+    def schema(self, round_: int) -> ReportSchema:
+        return self._upload.schema(round_)
+
+    def client_step(
+        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
+    ) -> Report:
+        return self._upload.client_step(round_, view, server_msg, seed)
+
+    def server_step(
+        self, round_: int, result: RoundResult, curator: CuratorView, seed: int
+    ) -> Release:
+        raw = self._upload.server_step(round_, result, curator, seed)
+        uploaded = np.zeros(curator.num_nodes, dtype=bool)
+        uploaded[np.fromiter(result.reports, dtype=np.int64, count=len(result.reports))] = True
+        graph = UploadedGraph(raw.edges, raw.x, uploaded)
+        release = self.release(graph, curator, seed)
+        if release.kind != self.kind:
+            raise RuntimeError(f"{self.name} released a {release.kind!r}, not a {self.kind!r}")
+        release.stats.setdefault("uploaded_nodes", int(uploaded.sum()))
+        return release
+
+    @abstractmethod
+    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        """Run the mechanism on the uploaded graph. ``curator`` holds the sizes, the training
+        labels and split (never a test label) and the device to compute on; ``seed`` drives
+        every random draw (``stage_seed(seed, ...)``)."""

@@ -1,0 +1,144 @@
+"""The metric registry and the two moments a metric acts: before collection and after release."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.types import Release
+
+#: Metric names → "module:Class" (imported when first used, so a heavy metric costs nothing
+#: until chosen). Modules in this package register themselves here with :func:`register_metric`.
+METRICS: dict[str, str] = {"accuracy": "ldpgraph.server.evaluation.accuracy:Accuracy"}
+
+#: What a run evaluates unless told otherwise.
+DEFAULT_METRICS: tuple[str, ...] = ("accuracy",)
+
+_LOADED: dict[str, type[Metric]] = {}
+
+
+class UnknownMetricError(ValueError):
+    pass
+
+
+@dataclass
+class Prepared:
+    """The graph the nodes hold after every chosen metric's :meth:`Metric.prepare` (e.g. with
+    link-prediction edges removed), and what each metric set aside, by metric name."""
+
+    graph: Graph
+    held_out: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvaluationContext:
+    """Everything a metric may use after the release: the original graph with its true
+    labels (what the nodes held before :func:`prepare` took anything out), the split, the
+    release, the training settings, the seed, the device and what its ``prepare`` set aside."""
+
+    graph: Graph
+    split: Any
+    release: Release
+    train_config: Any
+    seed: int
+    device: str | None = None
+    held_out: Any = None
+    num_threads: int | None = None
+    progress: Callable[[int, float], None] | None = None
+
+
+class Metric(ABC):
+    """One metric family. ``kinds`` lists the release kinds it can score."""
+
+    name: str = ""
+    kinds: tuple[str, ...] = ("graph",)
+
+    def prepare(self, graph: Graph, seed: int) -> tuple[Graph, Any]:
+        """Act on the graph before any node reports (default: nothing). Return the graph the
+        nodes hold and what this metric keeps for :meth:`evaluate`."""
+        return graph, None
+
+    @abstractmethod
+    def evaluate(self, ctx: EvaluationContext) -> dict[str, Any]:
+        """The record sections this metric fills (JSON-serialisable)."""
+
+
+def register_metric(cls: type[Metric]) -> type[Metric]:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    METRICS[cls.name] = f"{cls.__module__}:{cls.__qualname__}"
+    _LOADED[cls.name] = cls
+    return cls
+
+
+def metric_names() -> tuple[str, ...]:
+    return tuple(METRICS)
+
+
+def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
+    """Parse a ``--metrics`` value (comma-separated names, or ``all``) into known names in
+    registry order; an unknown name is an error with the nearest known one."""
+    if isinstance(names, str):
+        names = [part.strip() for part in names.split(",") if part.strip()]
+    if not names:
+        raise UnknownMetricError("no metric chosen; choose from: " + ", ".join(METRICS))
+    if "all" in names:
+        return tuple(METRICS)
+    for name in names:
+        if name not in METRICS:
+            near = difflib.get_close_matches(name, METRICS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise UnknownMetricError(
+                f"unknown metric {name!r}{hint}; choose from: {', '.join(METRICS)}, all"
+            )
+    return tuple(m for m in METRICS if m in names)
+
+
+def get_metric(name: str) -> Metric:
+    cls = _LOADED.get(name)
+    if cls is None:
+        if name not in METRICS:
+            resolve_metrics([name])  # raises with the suggestion
+        module, _, qualname = METRICS[name].partition(":")
+        cls = getattr(importlib.import_module(module), qualname)
+        _LOADED[name] = cls
+    return cls()
+
+
+def prepare(names: Sequence[str], graph: Graph, seed: int) -> Prepared:
+    """Apply each chosen metric's :meth:`Metric.prepare` in order, once, before collection."""
+    held: dict[str, Any] = {}
+    for name in resolve_metrics(names):
+        graph, kept = get_metric(name).prepare(graph, seed)
+        if kept is not None:
+            held[name] = kept
+    return Prepared(graph, held)
+
+
+def evaluate(
+    names: Sequence[str], ctx: EvaluationContext, held_out: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The record sections of every chosen metric that fits the release's kind; a metric that
+    does not fit says so under ``skipped`` instead of failing the run."""
+    out: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for name in resolve_metrics(names):
+        metric = get_metric(name)
+        if ctx.release.kind not in metric.kinds:
+            skipped[name] = f"does not score a {ctx.release.kind} release"
+            continue
+        ctx.held_out = (held_out or {}).get(name)
+        sections = metric.evaluate(ctx)
+        clash = set(sections) & set(out)
+        if clash:
+            raise RuntimeError(f"metric {name} overwrites record sections {sorted(clash)}")
+        out.update(sections)
+    if skipped:
+        out["skipped_metrics"] = skipped
+    return out
