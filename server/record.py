@@ -22,17 +22,6 @@ from ldpgraph.protocols.types import Release
 #: The ServerApp logs the record as one line starting with this marker; ``ldpgraph run
 #: --backend deploy`` finds it in the stream of ``flwr run``.
 RESULT_MARKER = "LDPGRAPH-RESULT "
-#: The training outcome fields a record keeps (when the training reported them).
-TRAINING_KEYS = (
-    "best_epoch",
-    "epochs_run",
-    "device",
-    "val_loss",
-    "selection",
-    "collapsed",
-    "top_class_share",
-    "majority_rate",
-)
 _PACKAGES = (
     "ldpgraph",
     "numpy",
@@ -70,19 +59,17 @@ def build_record(
     config: dict[str, Any],
     graph: GraphSizes,
     release: Release,
-    metrics: dict[str, Any],
+    sections: dict[str, Any],
     timings: dict[str, float],
 ) -> dict[str, Any]:
     """The result record (JSON-serialisable) of a run of ``config`` (its full mapping) whose
-    ``release`` of ``graph`` trained to ``metrics`` in ``timings`` seconds per stage."""
+    ``release`` of ``graph`` the metrics measured into ``sections`` (``accuracy`` and
+    ``training`` from the accuracy metric, one section per other metric) in ``timings``
+    seconds per stage."""
     return {
         "config": config,
-        "accuracy": {
-            "val": metrics["val_acc"],
-            "test": metrics["test_acc"],
-            "train": metrics["train_acc"],
-        },
-        "training": {k: metrics[k] for k in TRAINING_KEYS if k in metrics},
+        **sections,
+        "release_kind": release.kind,
         "privacy": release.privacy.to_dict(),
         "graph": {
             "original": {
@@ -127,15 +114,26 @@ def result_line(record: dict[str, Any]) -> str:
 def summary(record: dict[str, Any]) -> str:
     """A few lines for a person: what ran, accuracy, privacy with its units, graph sizes,
     each round's counts, timings and the fingerprint."""
-    c, acc, pr = record["config"], record["accuracy"], record["privacy"]
-    g = record["graph"]
+    c, pr, g = record["config"], record["privacy"], record["graph"]
+    kind = record.get("release_kind", "graph")
     lines = [
         f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
         f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
-        f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
-        f"(best epoch {record['training']['best_epoch']})"
-        + ("   COLLAPSED onto one class" if record["training"].get("collapsed") else ""),
     ]
+    acc, training = record.get("accuracy"), record.get("training") or {}
+    if acc:
+        how = (
+            f"(best epoch {training['best_epoch']})"
+            if "best_epoch" in training
+            else f"({kind} release)"
+        )
+        lines.append(
+            f"  accuracy      test {100 * acc['test']:.1f}%   val {100 * acc['val']:.1f}%   "
+            + how
+            + ("   COLLAPSED onto one class" if training.get("collapsed") else "")
+        )
+    for name, why in (record.get("skipped_metrics") or {}).items():
+        lines.append(f"  {name:<13} skipped: {why}")
     if pr.get("headline"):
         lines += textwrap.wrap(
             pr["headline"],
@@ -156,10 +154,15 @@ def summary(record: dict[str, Any]) -> str:
         lines.append(
             f"                {part['part']}: ε = {part['epsilon']:.4g} per {part['unit']}"
         )
+    released = (
+        f"synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}"
+        if kind == "graph"
+        else f"released: a {kind}"
+    )
     lines += [
         f"  graph         original {g['original']['nodes']} nodes / "
         f"{g['original']['edges'] if g['original']['edges'] is not None else '?'} "
-        f"edges; synthetic {g['synthetic']['nodes']} / {g['synthetic']['edges']}",
+        f"edges; {released}",
         *_collection_lines(record["release"].get("collection")),
         "  timings (s)   " + "  ".join(f"{k} {v:.2f}" for k, v in record["timings"].items()),
         f"  fingerprint   {record['fingerprint']}",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ldpgraph.protocols.registry import PROTOCOLS
+from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary
 
 from .config import (
@@ -83,6 +84,8 @@ HELP = {
     "round_timeout": "seconds to wait for the replies of a round",
     "run_dir": "where Flower and Ray write state and temp files (default: a fresh temp dir, "
     "removed at the end)",
+    "metrics": "what to measure on the release, comma-separated, or all: "
+    + ", ".join(metric_names()),
     "curator": "deploy: the curator file written by `ldpgraph partition` (a path on the "
     "SuperLink's machine); the server reads nothing else",
 }

@@ -15,6 +15,7 @@ from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.ldpgen import GENERATORS
 from ldpgraph.protocols.registry import PROTOCOLS
 from ldpgraph.protocols.rr import COMBINE
+from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
 
 from .splits import SPLIT_MODES
 
@@ -119,6 +120,7 @@ class RunConfig:
     round_timeout: float = 600.0
     run_dir: str = ""
     curator: str = ""
+    metrics: str = "accuracy"
 
     def validate(self) -> RunConfig:
         if self.protocol not in PROTOCOLS:
@@ -220,6 +222,10 @@ class RunConfig:
             )
         if self.curator and self.backend != "deploy":
             raise ConfigError("--curator is for --backend deploy")
+        try:
+            self.metrics = ",".join(resolve_metrics(self.metrics))
+        except UnknownMetricError as exc:
+            raise ConfigError(str(exc)) from None
         if self.protocol == "none" and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
                 "protocol 'none' uploads raw data and nodes refuse unless they trust the "

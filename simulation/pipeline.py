@@ -1,11 +1,13 @@
 """One run as four stages, the same for ``ldpgraph run``, ``ldpgraph sweep`` and the ServerApp.
 
 * :func:`prepare`: the dataset (or, in a deployment, the curator file: all the server may know)
-  and the run's split, refused before anything is collected if a part of it is empty;
+  and the run's split, refused before anything is collected if a part of it is empty; the
+  chosen metrics set aside what they hide from every node (link-prediction edges) here, once;
 * :func:`release`: collect every node's reports through the configured backend and let the
   protocol turn them into a :class:`Release` (the rounds are driven by
   :func:`ldpgraph.server.rounds.run_rounds` in every backend);
-* :func:`evaluate`: train the configured model on the release and measure it on the true labels;
+* :func:`evaluate`: every chosen metric of :mod:`ldpgraph.server.evaluation` on the release
+  (``accuracy``: train the configured model on it and measure it on the true labels);
 * :func:`record`: the result record (:mod:`ldpgraph.server.record`).
 
 :func:`run` chains them with progress output; a sweep calls the stages itself, to reuse one
@@ -21,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ldpgraph.protocols.base import CuratorView
+from ldpgraph.protocols.base import CuratorView, training_labels
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.protocols.types import Release
+from ldpgraph.server import evaluation
 from ldpgraph.server.record import build_record
 
 from .backends.local import LocalCollector, ReplayCollector
@@ -38,12 +41,20 @@ Stage = Callable[[str], None]
 @dataclass
 class Prepared:
     """What :func:`prepare` gives the later stages. ``config`` names the dataset the curator
-    file was made from in a deployment; ``graph`` is a loaded Graph, or the curator file."""
+    file was made from in a deployment; ``graph`` is what the nodes hold (a loaded Graph, less
+    anything a metric hid, or the curator file); ``original`` the graph the metrics compare
+    with, and ``held_out`` what each metric set aside (by metric name)."""
 
     config: RunConfig
     graph: Any
     split: Any
     seconds: float
+    original: Any = None
+    held_out: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.original is None:
+            self.original = self.graph
 
 
 def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = None) -> Prepared:
@@ -61,6 +72,7 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
             split = graph.split_for(config.seed, config.train_split, config.val_split)
         else:
             split = _split(graph.num_nodes, config)
+        _no_hiding_in_deployment(config)
     else:
         if graph is None:
             say(f"loading {config.dataset}")
@@ -68,7 +80,31 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
         split = _split(graph.num_nodes, config)
     seconds = time.perf_counter() - t0
     check_split(split, graph.num_nodes, config)
-    return Prepared(config, graph, split, seconds)
+    if config.curator:
+        return Prepared(config, graph, split, seconds)
+    held = evaluation.prepare(_metrics(config), graph, config.seed)
+    return Prepared(config, held.graph, split, seconds, graph, held.held_out)
+
+
+def _metrics(config: RunConfig) -> tuple[str, ...]:
+    return evaluation.resolve_metrics(config.metrics)
+
+
+def _no_hiding_in_deployment(config: RunConfig) -> None:
+    """A deployed node reports its own file: a metric that hides edges from the nodes would
+    need them left out when the node files are written, which ``ldpgraph partition`` does not
+    do yet. Refuse rather than measure on edges the nodes reported."""
+    hiding = [
+        name
+        for name in _metrics(config)
+        if type(evaluation.get_metric(name)).prepare is not evaluation.Metric.prepare
+    ]
+    if hiding:
+        raise ValueError(
+            f"metric(s) {', '.join(hiding)} hide edges from the nodes before collection; a "
+            "deployment cannot do that yet (the node files hold every edge): choose other "
+            "--metrics for --backend deploy"
+        )
 
 
 def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
@@ -92,8 +128,12 @@ def _split(num_nodes: int, config: RunConfig) -> Any:
     )
 
 
-def curator_view(graph: Any, public_features: bool) -> CuratorView:
-    """What the server knows of ``graph`` (a Graph, or a Curator in a deployment)."""
+def curator_view(
+    graph: Any, public_features: bool, split: Any = None, device: str = "cpu"
+) -> CuratorView:
+    """What the server knows of ``graph`` (a Graph, or a Curator in a deployment): with the
+    run's ``split`` and a graph that has labels, the labels of the training and validation
+    nodes (never a test label)."""
     x = None
     if public_features:
         x = getattr(graph, "public_features", None) if not isinstance(graph, Graph) else graph.x
@@ -102,7 +142,21 @@ def curator_view(graph: Any, public_features: bool) -> CuratorView:
                 "this protocol's server needs the true features, but the curator file has none: "
                 "partition with --public-features"
             )
-    return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain, x)
+    y = getattr(graph, "y", None)
+    if split is None or y is None:
+        return CuratorView(
+            graph.num_nodes, graph.num_features, graph.feature_domain, x, device=device
+        )
+    return CuratorView(
+        graph.num_nodes,
+        graph.num_features,
+        graph.feature_domain,
+        x,
+        labels=training_labels(y, split.train, split.val),
+        train_nodes=split.train,
+        val_nodes=split.val,
+        device=device,
+    )
 
 
 def replay_for(config: RunConfig, graph: Graph) -> ReplayCollector | None:
@@ -121,13 +175,15 @@ def release(
     progress: Callable[[int], None] | None = None,
     grid: Any = None,
     replay: ReplayCollector | None = None,
+    split: Any = None,
 ) -> tuple[Release, dict[str, float]]:
     """Collect the reports with the configured backend and turn them into a release; returns
     it with the seconds each step took. With ``grid`` (inside a ServerApp) the rounds go over
     that Grid; ``graph`` a curator file: a deployment, whose SuperNodes hold the node files.
-    ``replay`` (from :func:`replay_for`): reuse the reports it collected first."""
+    ``replay`` (from :func:`replay_for`): reuse the reports it collected first. ``split``: the
+    run's split, whose training labels the curator knows (a central strategy trains on them)."""
     protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, uses_public_features(config.protocol))
+    curator = curator_view(graph, uses_public_features(config.protocol), split, config.device)
     if grid is not None:
         from .backends.flower import release_over_grid, run_directory
 
@@ -163,38 +219,38 @@ def evaluate(
     release: Release,
     num_threads: int | None = None,
     progress: Callable[[int, float], None] | None = None,
+    held_out: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], float]:
-    """Train ``config.model`` on ``release`` and measure it on ``graph``'s true labels;
-    returns the metrics and the seconds it took."""
-    from ldpgraph.server.training import TrainConfig, train_and_evaluate
+    """Every chosen metric on ``release`` against ``graph`` (the original, with its true
+    labels; ``accuracy`` trains ``config.model`` on a graph release); returns the record
+    sections the metrics filled and the seconds it took."""
+    from ldpgraph.server.training import TrainConfig
 
     t0 = time.perf_counter()
-    metrics = train_and_evaluate(
-        release.edges,
-        release.x,
-        graph.y,
-        split,
-        TrainConfig.from_mapping(config.to_dict()),
-        config.seed,
+    ctx = evaluation.EvaluationContext(
+        graph=graph,
+        split=split,
+        release=release,
+        train_config=TrainConfig.from_mapping(config.to_dict()),
+        seed=config.seed,
         device=None if config.device == "auto" else config.device,
-        edge_weight=release.edge_weight,
-        num_classes=graph.num_classes,
         num_threads=num_threads,
         progress=progress,
     )
-    return metrics, time.perf_counter() - t0
+    sections = evaluation.evaluate(_metrics(config), ctx, held_out)
+    return sections, time.perf_counter() - t0
 
 
 def record(
     config: RunConfig,
     graph: Any,
     release: Release,
-    metrics: dict[str, Any],
+    sections: dict[str, Any],
     timings: dict[str, float],
 ) -> dict[str, Any]:
     """The result record; ``timings`` gains the total of its stages."""
     times = {**timings, "total": sum(timings.values())}
-    return build_record(config.to_dict(), graph, release, metrics, times)
+    return build_record(config.to_dict(), graph, release, sections, times)
 
 
 def train_release(
@@ -205,11 +261,13 @@ def train_release(
     timings: dict[str, float] | None = None,
     num_threads: int | None = None,
     progress: Callable[[int, float], None] | None = None,
+    held_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``release`` and return the run's record (``timings``: the seconds spent so far
-    on this release: loading, collection, reconstruction)."""
-    metrics, seconds = evaluate(config, graph, split, release, num_threads, progress)
-    return record(config, graph, release, metrics, {**(timings or {}), "train": seconds})
+    on this release: loading, collection, reconstruction; the evaluation's go under
+    ``train``)."""
+    sections, seconds = evaluate(config, graph, split, release, num_threads, progress, held_out)
+    return record(config, graph, release, sections, {**(timings or {}), "train": seconds})
 
 
 def run(
@@ -234,7 +292,9 @@ def run(
             "(typically 10-50 s before the first report)"
         )
     bar = _bar(graph.num_nodes, "nodes", show_progress)
-    released, timings = release(config, graph, bar.update if bar else None, grid)
+    released, timings = release(
+        config, graph, bar.update if bar else None, grid, split=prepared.split
+    )
     if bar:
         bar.close()
 
@@ -242,11 +302,12 @@ def run(
     ebar = _bar(config.epochs, "epochs", show_progress)
     result = train_release(
         config,
-        graph,
+        prepared.original,
         prepared.split,
         released,
         {"load": prepared.seconds, **timings},
         progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
+        held_out=prepared.held_out,
     )
     if ebar:
         ebar.close()

@@ -61,6 +61,7 @@ NON_RESULT_KEYS: tuple[str, ...] = (
 #: the key existed keeps its identity (and a sweep does not redo it).
 ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "center_features": False,
+    "metrics": "accuracy",
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing

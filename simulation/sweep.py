@@ -290,7 +290,9 @@ def run_unit(
             cfg0 = RunConfig.from_mapping(trainings[0].config)
             collects = replay is None or replay.replies is None
             try:
-                release, timings = pipeline.release(cfg0, prepared.graph, replay=replay)
+                release, timings = pipeline.release(
+                    cfg0, prepared.graph, replay=replay, split=prepared.split
+                )
                 counts["collections"] += collects
                 counts["reconstructions"] += 1
             except Exception as exc:  # a bad release fails its trainings, the sweep goes on
@@ -307,7 +309,13 @@ def run_unit(
                 try:
                     cfg = RunConfig.from_mapping(t.config)
                     record = pipeline.train_release(
-                        cfg, prepared.graph, prepared.split, release, timings, num_threads
+                        cfg,
+                        prepared.original,
+                        prepared.split,
+                        release,
+                        timings,
+                        num_threads,
+                        held_out=prepared.held_out,
                     )
                     record["phase"] = t.phase
                     record["entry"] = t.entry

@@ -21,14 +21,10 @@ from ldpgraph.server.record import (
 from ldpgraph.server.training import TrainConfig
 from ldpgraph.simulation.config import RunConfig
 
-METRICS = {
-    "val_acc": 0.5,
-    "test_acc": 0.25,
-    "train_acc": 1.0,
-    "best_epoch": 7,
-    "device": "cpu",
-    "collapsed": False,
-    "not_a_training_key": 1,
+#: What the accuracy metric fills (server/evaluation/accuracy.py).
+SECTIONS = {
+    "accuracy": {"val": 0.5, "test": 0.25, "train": 1.0},
+    "training": {"best_epoch": 7, "device": "cpu", "collapsed": False},
 }
 
 
@@ -53,7 +49,7 @@ def release() -> Release:
 def record(edges: int | None = 5) -> dict:
     graph = SimpleNamespace(num_nodes=4, num_edges=edges, num_features=3, num_classes=2)
     timings = {"collect": 0.123456, "train": 1.0}
-    return build_record(RunConfig(backend="local").to_dict(), graph, release(), METRICS, timings)
+    return build_record(RunConfig(backend="local").to_dict(), graph, release(), SECTIONS, timings)
 
 
 def test_the_record_has_the_stores_keys_and_no_more():
@@ -62,6 +58,7 @@ def test_the_record_has_the_stores_keys_and_no_more():
         "config",
         "accuracy",
         "training",
+        "release_kind",
         "privacy",
         "graph",
         "release",
@@ -73,6 +70,7 @@ def test_the_record_has_the_stores_keys_and_no_more():
     assert rec["accuracy"] == {"val": 0.5, "test": 0.25, "train": 1.0}
     assert rec["training"] == {"best_epoch": 7, "device": "cpu", "collapsed": False}
     assert rec["graph"]["synthetic"] == {"nodes": 4, "edges": 2, "features": 3}
+    assert rec["release_kind"] == "graph"
     assert rec["timings"] == {"collect": 0.1235, "train": 1.0}
     assert rec["fingerprint"] == release().fingerprint()
     assert rec["versions"]["python"] == "{}.{}.{}".format(*sys.version_info[:3])
@@ -87,6 +85,19 @@ def test_the_summary_names_units_rounds_and_an_unknown_edge_count():
     assert "original 4 nodes / ? edges; synthetic 4 / 2" in text
     assert "round 0       asked 4  replied 3  rejected 1  refused 0  missing 0" in text
     assert "COLLAPSED" not in text
+
+
+def test_the_summary_of_a_model_release_and_a_skipped_metric():
+    rec = record()
+    rec["release_kind"] = "model"
+    rec["training"] = {"selection": "released model"}
+    rec["skipped_metrics"] = {"lp": "does not score a model release"}
+    text = summary(rec)
+    assert "test 25.0%   val 50.0%   (model release)" in text
+    assert "lp            skipped: does not score a model release" in text
+    assert "released: a model" in text
+    del rec["accuracy"]
+    assert "accuracy" not in summary(rec)
 
 
 def test_the_marked_line_carries_the_record_as_strict_json():
