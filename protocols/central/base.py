@@ -13,33 +13,25 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ..floors import NonPrivate
+from ..graph import Graph
 from ..types import NodeView, Release, Report
 
 
-@dataclass(frozen=True)
-class UploadedGraph:
+@dataclass
+class UploadedGraph(Graph):
     """The raw graph the curator holds after the upload round: the edges reported by the
-    consenting nodes (``u < v``, sorted, unique), the feature matrix (rows of nodes that did not
-    upload are zero) and which nodes uploaded."""
+    consenting nodes, their features (rows of nodes that did not upload are zero), ``y`` the
+    labels the curator knows (training and validation nodes; −1 elsewhere, never a test label)
+    and ``uploaded``, which nodes took part."""
 
-    edges: np.ndarray
-    x: np.ndarray
-    uploaded: np.ndarray  # bool [n]
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self.x.shape[0])
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.edges.shape[0])
+    uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 class CentralStrategy(LdpProtocol):
@@ -78,7 +70,12 @@ class CentralStrategy(LdpProtocol):
         raw = self._upload.server_step(round_, result, curator, seed)
         uploaded = np.zeros(curator.num_nodes, dtype=bool)
         uploaded[np.fromiter(result.reports, dtype=np.int64, count=len(result.reports))] = True
-        graph = UploadedGraph(raw.edges, raw.x, uploaded)
+        labels = curator.labels
+        if labels is None:
+            labels = np.full(curator.num_nodes, -1, dtype=np.int64)
+        graph = UploadedGraph(
+            self.name, raw.edges, raw.x, labels, curator.feature_domain, uploaded=uploaded
+        )
         release = self.release(graph, curator, seed)
         if release.kind != self.kind:
             raise RuntimeError(f"{self.name} released a {release.kind!r}, not a {self.kind!r}")

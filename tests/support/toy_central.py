@@ -22,25 +22,31 @@ from ldpgraph.protocols.rng import stage_rng
 from ldpgraph.protocols.types import PrivacyReport, Release
 
 
-def _report(name: str, unit: str, epsilon: float) -> PrivacyReport:
-    return PrivacyReport(
-        protocol=name,
-        unit=unit,
-        epsilon=epsilon,
-        delta=0.0,
-        accountant="closed form (discrete Laplace, sensitivity 2)",
-        headline=f"ε = {epsilon:g} per {unit} (central DP, toy)",
-        unit_epsilons={unit: epsilon},
-    )
+class _Toy(CentralStrategy):
+    """ε and a discrete Laplace of sensitivity 2; the report in its ``unit``."""
 
-
-class ToyDegreeGraph(CentralStrategy):
-    name = "toy-degree"
-    kind = "graph"
+    unit = ""
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = float(epsilon)
         self.mechanism = DiscreteLaplace(self.epsilon, sensitivity=2)
+
+    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
+        return PrivacyReport(
+            protocol=self.name,
+            unit=self.unit,
+            epsilon=self.epsilon,
+            delta=0.0,
+            accountant="closed form (discrete Laplace, sensitivity 2)",
+            headline=f"ε = {self.epsilon:g} per {self.unit} (central DP, toy)",
+            unit_epsilons={self.unit: self.epsilon},
+        )
+
+
+class ToyDegreeGraph(_Toy):
+    name = "toy-degree"
+    kind = "graph"
+    unit = "edge"
 
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
         n = graph.num_nodes
@@ -62,9 +68,6 @@ class ToyDegreeGraph(CentralStrategy):
             stats={"noisy_degree_sum": int(noisy.sum())},
         )
 
-    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        return _report(self.name, "edge", self.epsilon)
-
 
 class MajorityModel:
     """Predicts one class for every node."""
@@ -76,13 +79,10 @@ class MajorityModel:
         return np.full(np.asarray(nodes).shape, self.label, dtype=np.int64)
 
 
-class ToyMajority(CentralStrategy):
+class ToyMajority(_Toy):
     name = "toy-majority"
     kind = "model"
-
-    def __init__(self, epsilon: float) -> None:
-        self.epsilon = float(epsilon)
-        self.mechanism = DiscreteLaplace(self.epsilon, sensitivity=2)
+    unit = "training label"
 
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
         if curator.labels is None or curator.train_nodes is None:
@@ -95,8 +95,3 @@ class ToyMajority(CentralStrategy):
         return Release.of_model(
             model, graph.num_nodes, self.privacy_report(), {"noisy_counts": noisy.tolist()}
         )
-
-    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        report = _report(self.name, "training label", self.epsilon)
-        report.notes.append("Edges and features are not used; only training labels are.")
-        return report
