@@ -487,16 +487,6 @@ class ResultsStore:
                 )
         return True
 
-    def heartbeat(self, config: Any) -> None:
-        """Tell other processes this process still runs the cell (for runs longer than
-        ``stale_after``)."""
-        with self._write() as con:
-            con.execute(
-                "UPDATE runs SET heartbeat_at = ? WHERE run_key = ? AND status = 'running' "
-                "AND pid = ? AND host = ?",
-                (_iso(_now()), run_key(config), os.getpid(), socket.gethostname()),
-            )
-
     def finish(self, config: Any, result: dict[str, Any], sweep: str | None = None) -> int:
         """Store the record of a finished run (the dict ``runner.run`` returns) as 'done';
         returns the row id. Works with or without a prior :meth:`claim`."""
@@ -644,14 +634,6 @@ class ResultsStore:
                 row["git_dirty"] = bool(row["git_dirty"])
             out.append(row)
         return out
-
-    def export_csv(
-        self, path_or_file: str | os.PathLike[str] | IO[str], rows: list[dict] | None = None
-    ) -> int:
-        """Write ``rows`` (default: every run) as CSV with flattened columns (``config.*``,
-        ``accuracy.*``, ``privacy.epsilon``, ``timings.total`` …); returns the number written."""
-        rows = self.rows() if rows is None else rows
-        return write_csv(path_or_file, [flatten_row(r) for r in rows])
 
 
 # --- rows, records, tables --------------------------------------------------------------------
