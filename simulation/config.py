@@ -78,7 +78,7 @@ class RunConfig:
     # δ = 0.1 and centred features: the settings that learn at every ε in the reproduction's
     # δ sweeps (docs/reproduction, Fig. 8) and centring runs. They used to be 0.5 and off,
     # which collapsed to the majority class at ε <= 6 (results stores keep each run's full
-    # configuration, so stored runs keep their identity: simulation/store.py).
+    # configuration, so stored runs keep their identity: simulation/results/identity.py).
     feature_share: float = 0.1
     tau: float = 0.5
     steps: int = 1

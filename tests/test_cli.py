@@ -308,7 +308,7 @@ def test_sweep_counts_are_checked(capsys, argv, needle):
 
 
 def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_dir, monkeypatch):
-    from ldpgraph.simulation.store import ResultsStore
+    from ldpgraph.simulation.results.store import ResultsStore
 
     def boom(*_a, **_k):
         raise AssertionError("the run started")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ldpgraph.simulation import report
+from ldpgraph.simulation.results import report
 
 
 def row(ds, proto, model, eps, acc, phase="final", **cfg):
@@ -106,7 +106,7 @@ def test_report_command_end_to_end(tmp_path, capsys):
     from ldpgraph.simulation import cli
     from ldpgraph.simulation.config import RunConfig
     from ldpgraph.simulation.pipeline import run
-    from ldpgraph.simulation.store import ResultsStore
+    from ldpgraph.simulation.results.store import ResultsStore
 
     db = tmp_path / "s.db"
     with ResultsStore(db) as store:

@@ -15,16 +15,15 @@ import sys
 
 import pytest
 
-from ldpgraph.simulation import cli, store
+from ldpgraph.simulation import cli
 from ldpgraph.simulation.config import RunConfig
-from ldpgraph.simulation.store import (
+from ldpgraph.simulation.results import identity, store, tables
+from ldpgraph.simulation.results.identity import canonical_config, config_hash, run_key
+from ldpgraph.simulation.results.store import (
     ResultsStore,
     StoreError,
-    canonical_config,
-    config_hash,
     record_from_row,
     record_run,
-    run_key,
 )
 
 DATA = "synthetic:n=50,classes=2,d=8"
@@ -94,7 +93,7 @@ def test_run_key_is_stable_and_ignores_non_result_keys():
     }
     assert run_key(moved) == key
     assert run_key({**c, "epsilon": 8}) == run_key({**c, "epsilon": 8.0})
-    # missing keys mean their defaults, except a key added later (store.ADDED_KEY_DEFAULTS): a
+    # missing keys mean their defaults, except a key added later (identity.ADDED_KEY_DEFAULTS): a
     # configuration without it was recorded before it existed, so it means the value it was
     # added with
     assert run_key({"dataset": DATA, "epochs": 3, "seed": 3, "center_features": True}) == key
@@ -125,15 +124,15 @@ def test_keys_added_later_keep_old_run_identities():
     }
     assert config_hash(stored_before_the_key) == golden
     assert config_hash({**stored_before_the_key, "center_features": True}) != golden
-    assert set(store.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
+    assert set(identity.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
 
 
 def test_changed_defaults_leave_stored_identities_alone():
-    """A default that changed (store.CHANGED_DEFAULTS) changes what a new run is, never the
+    """A default that changed (identity.CHANGED_DEFAULTS) changes what a new run is, never the
     identity of a stored one: stored configurations are whole, and a key missing from one is
     an added key, which means its value of the time."""
-    assert set(store.CHANGED_DEFAULTS) <= set(RunConfig().to_dict())
-    for key, former in store.CHANGED_DEFAULTS.items():
+    assert set(identity.CHANGED_DEFAULTS) <= set(RunConfig().to_dict())
+    for key, former in identity.CHANGED_DEFAULTS.items():
         assert getattr(RunConfig(), key) != former
     stored = RunConfig(feature_share=0.5, center_features=False).to_dict()
     assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
@@ -291,7 +290,7 @@ def test_filters(filled):
 
 
 def test_group_rows(filled):
-    groups = store.group_rows(filled.rows())
+    groups = tables.group_rows(filled.rows())
     assert len(groups) == 4  # the failed run does not count
     g = next(g for g in groups if g["n"] == 2)
     assert g["epsilon"] == 1.0 and g["seeds"] == [0, 1]
@@ -302,7 +301,7 @@ def test_group_rows(filled):
 
 def test_csv_export_round_trip(filled, tmp_path):
     out = tmp_path / "runs.csv"
-    assert store.write_csv(out, [store.flatten_row(r) for r in filled.rows()]) == 6
+    assert tables.write_csv(out, [tables.flatten_row(r) for r in filled.rows()]) == 6
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 6
@@ -471,7 +470,7 @@ def test_cli_missing_store_is_one_line(capsys, tmp_path):
 
 
 def test_sweep_will_not_resume_runs_made_under_a_former_default(tmp_path):
-    """A sweep file that leaves a changed default (store.CHANGED_DEFAULTS) to the default, over
+    """A sweep file that leaves a changed default (identity.CHANGED_DEFAULTS) to the default, over
     a store whose runs of that entry were made with the former value, stops with what to
     state: resuming would start over with the new value beside the old runs."""
     import tomllib
