@@ -29,20 +29,6 @@ class Split:
     val: np.ndarray
     test: np.ndarray
 
-    def masks(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Boolean train/val/test masks of length ``n`` (what PyG models index with)."""
-        out = []
-        for idx in (self.train, self.val, self.test):
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ValueError(f"split index out of range for n={n}")
-            mask = np.zeros(n, dtype=bool)
-            mask[idx] = True
-            out.append(mask)
-        return out[0], out[1], out[2]
-
-    def sizes(self) -> tuple[int, int, int]:
-        return int(self.train.size), int(self.val.size), int(self.test.size)
-
 
 #: ``RunConfig.split_mode`` values.
 SPLIT_MODES = ("seeded", "blinkgnn")

@@ -365,10 +365,6 @@ def summary_rows(agg: dict[tuple, dict]) -> list[dict[str, Any]]:
     ]
 
 
-def _varying(rows: list[dict[str, Any]], key: str) -> bool:
-    return len({(r.get("config") or {}).get(key) for r in rows}) > 1
-
-
 def write_report(
     rows: list[dict[str, Any]],
     out_dir: Path,

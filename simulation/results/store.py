@@ -10,8 +10,8 @@ life for ``stale_after`` seconds) and a 'failed' row are taken over and redone. 
 may write at once: the file is in WAL mode with a busy timeout and every write is one short
 ``BEGIN IMMEDIATE`` transaction.
 
-Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.runner.run`'s
-record go to their columns, anything else to ``extra``; :func:`record_from_row` rebuilds it.
+Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.pipeline.run`'s
+record go to their columns, anything else to ``extra``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,8 @@ STORE_ENV = "LDPGRAPH_STORE"
 DEFAULT_STORE = Path("results") / "ldpgraph.db"
 #: A 'running' row with no sign of life for this long is treated as interrupted.
 DEFAULT_STALE_AFTER = 12 * 3600.0
-STATUSES = ("running", "done", "failed")
 
-#: The record keys of ``runner.run`` that have their own JSON column (metrics = accuracy +
+#: The record keys of ``pipeline.run`` that have their own JSON column (metrics = accuracy +
 #: training); any other key of a record is kept in ``extra``.
 _RECORD_COLUMNS = ("privacy", "timings", "graph", "release", "versions")
 _RECORD_KNOWN = {"config", "accuracy", "training", "fingerprint", "command", *_RECORD_COLUMNS}
@@ -395,7 +394,7 @@ class ResultsStore:
         return True
 
     def finish(self, config: Any, result: dict[str, Any], sweep: str | None = None) -> int:
-        """Store the record of a finished run (the dict ``runner.run`` returns) as 'done';
+        """Store the record of a finished run (the dict ``pipeline.run`` returns) as 'done';
         returns the row id. Works with or without a prior :meth:`claim`."""
         cfg = canonical_config(config)
         accuracy = result.get("accuracy") or {}
@@ -544,22 +543,6 @@ class ResultsStore:
 
 
 # --- records ----------------------------------------------------------------------------------
-
-
-def record_from_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Rebuild the result record (as ``runner.run`` returned it) from a stored row."""
-    metrics = row.get("metrics") or {}
-    record: dict[str, Any] = {
-        "config": row["config"],
-        "accuracy": metrics.get("accuracy"),
-        "training": metrics.get("training"),
-    }
-    for c in _RECORD_COLUMNS:
-        record[c] = row.get(c)
-    record["fingerprint"] = row.get("fingerprint")
-    record["command"] = row.get("command")
-    record.update(row.get("extra") or {})
-    return record
 
 
 def record_run(

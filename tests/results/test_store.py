@@ -22,7 +22,6 @@ from ldpgraph.simulation.results.identity import canonical_config
 from ldpgraph.simulation.results.store import (
     ResultsStore,
     StoreError,
-    record_from_row,
     record_run,
 )
 
@@ -52,6 +51,21 @@ def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
         "versions": {"python": "3.11", "ldpgraph": "0.1.0"},
         "command": "ldpgraph run",
     }
+
+
+def record_from_row(row: dict) -> dict:
+    """The result record rebuilt from its stored row: equal to the record that was stored when
+    the store keeps all of it (its columns, the rest in ``extra``)."""
+    metrics = row.get("metrics") or {}
+    record = {
+        "config": row["config"],
+        "accuracy": metrics.get("accuracy"),
+        "training": metrics.get("training"),
+    }
+    for column in ("privacy", "timings", "graph", "release", "versions", "fingerprint", "command"):
+        record[column] = row.get(column)
+    record.update(row.get("extra") or {})
+    return record
 
 
 @pytest.fixture
