@@ -22,8 +22,8 @@ from .splits import SPLIT_MODES
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower", "deploy")
 #: How training picks its epoch (and a sweep its configuration): the highest validation
-#: accuracy (HoGS, spec 003 section 6) or the lowest validation loss (Blink_GNN's protocol,
-#: which produced HoGS Table III's BLink row; specs/baselines.md section 2.1).
+#: accuracy (the HoGS paper, Section V-A) or the lowest validation loss (the protocol of
+#: Blink_GNN, https://github.com/zhxchd/Blink_GNN, which produced HoGS Table III's BLink row).
 SELECTIONS = ("val_acc", "val_loss")
 #: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
 PROTOCOL_KEYS = (

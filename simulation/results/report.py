@@ -187,8 +187,9 @@ def reproduction_markdown(
 def blink_facebook_markdown(
     agg: dict[tuple, dict], tolerance: float = 3.0
 ) -> tuple[str, dict[str, int]]:
-    """Our Facebook BLink (hard) cells beside Blink_GNN's own results (baselines.md 11.1), with
-    the difference; empty text when the store has none."""
+    """Our Facebook BLink (hard) cells beside Blink_GNN's own results (its
+    ``scripts/output/results.json``, see paper_numbers.toml), with the difference; empty text
+    when the store has none."""
     lines = [
         f"| model | ε | ours | Blink_GNN | ours − Blink_GNN | within {tolerance:g} |",
         "|---|---|---|---|---|---|",
@@ -401,7 +402,8 @@ def write_report(
             text += (
                 "\n## Facebook page-page (LastFM substitute): BLink against Blink_GNN's own "
                 "results\n\nThe HoGS paper has no Facebook column; Blink_GNN's `results.json` "
-                "(specs/baselines.md 11.1, 30 runs) does.\n\n"
+                "(https://github.com/zhxchd/Blink_GNN, `scripts/output/results.json`, 30 runs) "
+                "does.\n\n"
                 + fb_md
                 + f"\n\n{fb_counts['within']} of {fb_counts['compared']} Facebook BLink cells "
                 "are within 3 points of Blink_GNN's.\n"

@@ -58,7 +58,7 @@ def test_reproduction_counts_and_substitutes():
 
 def test_facebook_blink_is_compared_with_blink_gnn_results():
     """The Facebook BLink cells (LastFM substitute) are set beside Blink_GNN's own numbers
-    (baselines.md 11.1: GCN ε = 5 is 83.91, SAGE ε = 3 is 77.43)."""
+    (paper_numbers.toml: GCN ε = 5 is 83.91, SAGE ε = 3 is 77.43)."""
     rows = [
         row("facebook", "blink-hard", "gcn", 5, 0.80),
         row("facebook", "blink-hard", "sage", 3, 0.77),
