@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 
@@ -25,12 +24,7 @@ from ldpgraph.simulation.datasets import (
 )
 from ldpgraph.simulation.datasets.build import make_graph
 
-MIRROR = Path(
-    os.environ.get("LDPGRAPH_DATA") or Path(__file__).resolve().parents[2] / "shared" / "datasets"
-)
-needs_mirror = pytest.mark.skipif(
-    not (MIRROR / "Planetoid" / "Cora" / "raw").is_dir(), reason=f"no dataset mirror at {MIRROR}"
-)
+from ..conftest import MIRROR, needs_mirror
 
 
 @pytest.fixture(scope="module", autouse=True)
