@@ -40,9 +40,8 @@ class SplitLike(Protocol):
     test: Sequence[int] | np.ndarray
 
 
-#: Epoch selection rules: highest validation accuracy (the HoGS paper, Section V-A; ties go to
-#: the first such epoch) or lowest validation cross-entropy (the rule of Blink_GNN, the official
-#: code of Blink, Zhu, Tan and Xiao, ACM CCS 2023: https://github.com/zhxchd/Blink_GNN).
+#: Epoch selection rules: highest validation accuracy (spec 003 section 6; ties go to the first
+#: such epoch) or lowest validation cross-entropy (Blink_GNN's rule, specs/baselines.md 2.1).
 SELECTIONS = ("val_acc", "val_loss")
 
 

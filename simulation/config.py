@@ -22,8 +22,8 @@ from .splits import SPLIT_MODES
 MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower", "deploy")
 #: How training picks its epoch (and a sweep its configuration): the highest validation
-#: accuracy (the HoGS paper, Section V-A) or the lowest validation loss (the protocol of
-#: Blink_GNN, https://github.com/zhxchd/Blink_GNN, which produced HoGS Table III's BLink row).
+#: accuracy (HoGS, spec 003 section 6) or the lowest validation loss (Blink_GNN's protocol,
+#: which produced HoGS Table III's BLink row; specs/baselines.md section 2.1).
 SELECTIONS = ("val_acc", "val_loss")
 #: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
 PROTOCOL_KEYS = (
@@ -78,7 +78,7 @@ class RunConfig:
     # δ = 0.1 and centred features: the settings that learn at every ε in the reproduction's
     # δ sweeps (docs/reproduction, Fig. 8) and centring runs. They used to be 0.5 and off,
     # which collapsed to the majority class at ε <= 6 (results stores keep each run's full
-    # configuration, so stored runs keep their identity: simulation/results/identity.py).
+    # configuration, so stored runs keep their identity: simulation/store.py).
     feature_share: float = 0.1
     tau: float = 0.5
     steps: int = 1
