@@ -12,7 +12,7 @@ RUN_ARGS ?= --dataset cora --protocol hogs --epsilon 8 --seed 0
 export LDPGRAPH_DATA := $(DATA)
 # The data root is also recorded in the venv: its `ldpgraph` falls back to it when neither
 # --data-root nor LDPGRAPH_DATA is given, so `.venv/bin/ldpgraph run ...` typed after
-# `make run` finds the same datasets (simulation/datasets.py, recorded_data_root).
+# `make run` finds the same datasets (simulation/datasets/locations.py, recorded_data_root).
 RECORD_DATA = printf '%s\n' '$(abspath $(DATA))' > $(VENV)/ldpgraph-data-root
 export FLWR_TELEMETRY_ENABLED := 0
 

@@ -1,4 +1,4 @@
-"""The GNNs the server trains on a released graph (HoGS protocol, spec 003 section 6).
+"""The GNNs the server trains on a released graph (the HoGS paper, Section V-A).
 
 Every model follows the HoGS paper: "two convolutional layers with 16 hidden units and a ReLU
 operator followed by a dropout layer". Dropout is applied to the hidden layer only: input

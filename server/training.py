@@ -1,10 +1,11 @@
 """Full-batch transductive node classification on a (released) graph.
 
-This is the training protocol of spec 003 section 6: Adam, cross-entropy on the training
-nodes, up to ``epochs`` epochs; after every epoch the model is evaluated (no dropout) and the
-epoch with the best validation accuracy is kept (ties go to the earliest such epoch). Its test
-accuracy, measured against the true labels of the test nodes, is the reported result. Epochs
-are numbered from 1: epoch ``e`` is the model after ``e`` optimiser steps.
+This is the training protocol of the HoGS paper (Section V-A, Experimental Setup): Adam,
+cross-entropy on the training nodes, up to ``epochs`` epochs; after every epoch the model is
+evaluated (no dropout) and the epoch with the best validation accuracy is kept (ties go to the
+earliest such epoch). Its test accuracy, measured against the true labels of the test nodes,
+is the reported result. Epochs are numbered from 1: epoch ``e`` is the model after ``e``
+optimiser steps.
 
 Randomness is explicit: weights and dropout masks come from ``stage_seed(seed, "train")``
 inside ``torch.random.fork_rng``, so one seed gives bit-identical results on CPU and the
@@ -46,7 +47,7 @@ SELECTIONS = ("val_acc", "val_loss")
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters of one training run (the grid of spec 003 section 6 sweeps these).
+    """Hyper-parameters of one training run (the HoGS paper's grid, Section V-A, sweeps these).
 
     ``selection`` picks the reported epoch (see :data:`SELECTIONS`). ``normalize_features``
     divides every feature row by its sum first (PyG's ``NormalizeFeatures``; Blink_GNN's input).

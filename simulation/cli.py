@@ -538,7 +538,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         result = run(config, stage=_stage_printer(args.quiet), show_progress=not args.quiet)
     if args.store:
-        from .store import record_run
+        from .results.store import record_run
 
         record_run(args.store, config, result)
     if args.json:
@@ -633,8 +633,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
-    from .store import ResultsStore, default_store_path
+    from .results.report import write_report
+    from .results.store import ResultsStore, default_store_path
 
     path = default_store_path(args.store)
     if not path.is_file():
@@ -685,12 +685,13 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from . import store as st
+    from .results import tables
+    from .results.store import ResultsStore, default_store_path
 
     if args.csv and args.csv != "-":
         check_writable(args.csv, "--csv")
-    path = st.default_store_path(args.store)
-    with st.ResultsStore(path, create=False) as results:
+    path = default_store_path(args.store)
+    with ResultsStore(path, create=False) as results:
         rows = results.rows(
             protocol=args.protocol,
             dataset=args.dataset,
@@ -699,21 +700,21 @@ def cmd_results(args: argparse.Namespace) -> int:
             sweep=args.sweep,
             status=args.status,
         )
-    items = st.group_rows(rows) if args.group else rows
+    items = tables.group_rows(rows) if args.group else rows
     what = "configurations" if args.group else "runs"
     try:
         if args.csv:
-            flat = items if args.group else [st.flatten_row(r) for r in rows]
-            n = st.write_csv(sys.stdout if args.csv == "-" else args.csv, flat)
+            flat = items if args.group else [tables.flatten_row(r) for r in rows]
+            n = tables.write_csv(sys.stdout if args.csv == "-" else args.csv, flat)
             if args.csv != "-":
                 print(f"wrote {n} {what} to {args.csv}", file=sys.stderr)
         if args.json:
-            print(st.dumps_rows(items))
+            print(tables.dumps_rows(items))
         elif not args.csv:
             if not items:
                 print(f"no {what} in {path} match", file=sys.stderr)
             else:
-                print(st.format_groups(items) if args.group else st.format_runs(items))
+                print(tables.format_groups(items) if args.group else tables.format_runs(items))
         sys.stdout.flush()
     except BrokenPipeError:  # `ldpgraph results | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -97,7 +97,8 @@ def execute_on_ray(
     import ray
 
     from .raycluster import connect
-    from .store import ResultsStore, run_key
+    from .results.identity import run_key
+    from .results.store import ResultsStore
 
     flower = sorted({t.config.get("backend") for u in units for t in u.trainings} - {"local"})
     if flower:
@@ -153,7 +154,7 @@ def _take(
     """Record the next result of one task (or its end)."""
     import ray
 
-    from .store import run_key
+    from .results.identity import run_key
 
     todo = running[gen]
     try:

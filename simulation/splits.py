@@ -5,8 +5,9 @@ drawn from the ``"split"`` stage stream, so every backend and every protocol see
 in the same split for a given run seed, and changing any other random stage never moves a node
 between sets.
 
-``blinkgnn``: Blink_GNN's one fixed split for every run (specs/baselines.md 2.1), which made the
-BLink numbers HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
+``blinkgnn``: Blink_GNN's one fixed split for every run (https://github.com/zhxchd/Blink_GNN,
+the official code of Blink, Zhu, Tan and Xiao, ACM CCS 2023), which made the BLink numbers
+HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
 ``random_state=42``, once for train against the rest and once more on the rest for validation
 against test. Reproduced here with NumPy (the same ``RandomState(42).permutation``), so
 scikit-learn is not needed.
@@ -28,20 +29,6 @@ class Split:
     train: np.ndarray
     val: np.ndarray
     test: np.ndarray
-
-    def masks(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Boolean train/val/test masks of length ``n`` (what PyG models index with)."""
-        out = []
-        for idx in (self.train, self.val, self.test):
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ValueError(f"split index out of range for n={n}")
-            mask = np.zeros(n, dtype=bool)
-            mask[idx] = True
-            out.append(mask)
-        return out[0], out[1], out[2]
-
-    def sizes(self) -> tuple[int, int, int]:
-        return int(self.train.size), int(self.val.size), int(self.test.size)
 
 
 #: ``RunConfig.split_mode`` values.

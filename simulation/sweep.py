@@ -261,7 +261,7 @@ def run_unit(
     import contextlib
 
     from . import pipeline
-    from .store import ResultsStore
+    from .results.store import ResultsStore
 
     def told(n: int = 1) -> None:
         if tick is None:
@@ -430,7 +430,7 @@ def _check_former_defaults(
     """Refuse (or with ``warn``, a dry run, warn) to resume a store whose runs of an entry were
     made under a former default (store.CHANGED_DEFAULTS) that the file still leaves to the
     default: resuming would silently start over with the new value beside the old runs."""
-    from .store import CHANGED_DEFAULTS
+    from .results.identity import CHANGED_DEFAULTS
 
     current = RunConfig()
     for key, former in CHANGED_DEFAULTS.items():
@@ -479,7 +479,8 @@ def run_sweep(
     ``only`` keeps the cells whose dataset / protocol (entry label) / model / epsilon is among
     the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those.
     ``ray_address``: run the units as tasks on that Ray cluster instead of local processes."""
-    from .store import ResultsStore, config_hash
+    from .results.identity import config_hash
+    from .results.store import ResultsStore
 
     grid = exp.grid(grid_name)
     if not dry_run:

@@ -1,4 +1,5 @@
-"""Literal dense references for LDPGen's server (specs/baselines.md §6.5): the n × n edge
+"""Literal dense references for LDPGen's server (Qin et al., ACM CCS 2017, graph generation
+as Blink_GNN re-implements it: https://github.com/zhxchd/Blink_GNN): the n × n edge
 probabilities and per-group sums computed by loops over nodes and sets, small graphs only."""
 
 from __future__ import annotations

@@ -308,7 +308,7 @@ def test_sweep_counts_are_checked(capsys, argv, needle):
 
 
 def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_dir, monkeypatch):
-    from ldpgraph.simulation.store import ResultsStore
+    from ldpgraph.simulation.results.store import ResultsStore
 
     def boom(*_a, **_k):
         raise AssertionError("the run started")
@@ -351,7 +351,7 @@ def test_missing_data_says_how_to_point_at_it(capsys, tmp_path, monkeypatch):
     import sys as _sys
     import urllib.error
 
-    from ldpgraph.simulation import datasets
+    from ldpgraph.simulation.datasets import download
 
     def offline(*_a, **_k):
         raise urllib.error.URLError("no network")
@@ -359,7 +359,7 @@ def test_missing_data_says_how_to_point_at_it(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("LDPGRAPH_DATA", raising=False)
     monkeypatch.setattr(_sys, "prefix", str(tmp_path))
     monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(datasets, "_download", offline)
+    monkeypatch.setattr(download, "download_file", offline)
     err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
     assert "--data-root PATH or LDPGRAPH_DATA=PATH" in err
     empty = tmp_path / "empty"

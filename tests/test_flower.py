@@ -8,7 +8,6 @@ import threading
 import pytest
 
 from ldpgraph.client.budget import NodeSettings
-from ldpgraph.client.faults import make_faulty_app
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.backends import flower
@@ -18,6 +17,8 @@ from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import make_split
+
+from .support.faults import make_faulty_app
 
 pytestmark = pytest.mark.slow
 

@@ -45,13 +45,33 @@ def test_every_package_folder_is_listed_in_pyproject():
     assert sorted(setuptools["packages"]) == sorted(package_folders())
 
 
+def package_data() -> set[str]:
+    """The data files pyproject ships with the packages, as paths in the wheel."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = package_folders()
+    return {
+        f"ldpgraph/{folders[package].as_posix()}/{name}"
+        for package, names in setuptools.get("package-data", {}).items()
+        for name in names
+    }
+
+
+def test_package_data_exists():
+    assert all((ROOT / path.removeprefix("ldpgraph/")).is_file() for path in package_data())
+
+
 def copy_tree(dest: Path) -> Path:
     """The working tree without VCS data, environments and build outputs: a stale build/ or
-    egg-info must not hide a missing package."""
-    skip = shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "runs",
-        "results",
-    )  # fmt: skip
+    egg-info must not hide a missing package. Run outputs (runs/, results/) are skipped at the
+    top level only: simulation/results/ is a package."""
+    skip_anywhere = shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+    )
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        outputs = {"runs", "results"} & set(names) if Path(folder) == ROOT else set()
+        return set(skip_anywhere(folder, names)) | outputs
+
     shutil.copytree(ROOT, dest, ignore=skip, symlinks=True)
     return dest
 
@@ -78,7 +98,7 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
         f"ldpgraph/{rel.as_posix()}/{py.name}"
         for rel in package_folders().values()
         for py in (ROOT / rel).glob("*.py")
-    }
+    } | package_data()
     assert modules == expected, (sorted(expected - modules), sorted(modules - expected))
 
     venv = tmp_path / "venv"

@@ -30,7 +30,7 @@ import pytest
 
 from ldpgraph.simulation.cli import main
 from ldpgraph.simulation.processes import kill_under, pids_under
-from ldpgraph.simulation.store import ResultsStore
+from ldpgraph.simulation.results.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

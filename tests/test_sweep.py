@@ -20,7 +20,7 @@ from ldpgraph.simulation.experiment import (
     load_experiment,
     parse_experiment,
 )
-from ldpgraph.simulation.store import ResultsStore
+from ldpgraph.simulation.results.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SYN = "synthetic:n=150,classes=3,d=20"
@@ -210,8 +210,8 @@ def test_tiny_sweep_reuse_and_rerun(tmp_path: Path) -> None:
 def test_growing_the_grid_sets_aside_finals_of_the_old_winner(tmp_path: Path) -> None:
     """Rerunning with a larger grid reuses the finished search runs; when a new point wins,
     the old winner's final runs are marked ``superseded`` and reports leave them out."""
-    from ldpgraph.simulation.report import final_rows
-    from ldpgraph.simulation.store import config_hash
+    from ldpgraph.simulation.results.identity import config_hash
+    from ldpgraph.simulation.results.report import final_rows
 
     one = TINY.replace('protocols = ["hogs", "rr"]', 'protocols = ["rr"]').split("[grid.paper]")[0]
     db = str(tmp_path / "g.db")
@@ -297,7 +297,7 @@ def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker process
         proc.wait()
     # SIGKILL reaches the worker asynchronously: wait until the owners of 'running' rows are gone
-    from ldpgraph.simulation.store import _pid_alive
+    from ldpgraph.simulation.results.store import _pid_alive
 
     for _ in range(500):
         with ResultsStore(db) as st:

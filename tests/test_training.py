@@ -1,4 +1,4 @@
-"""Tests of the server's models and its training/evaluation loop (spec 003 section 6).
+"""Tests of the server's models and its training/evaluation loop (the HoGS paper, Section V-A).
 
 The graphs are small synthetic stochastic block models built here, so the file runs in seconds
 and needs no dataset files.

@@ -1,4 +1,4 @@
-"""The results store: run identity, claim/finish/fail semantics (finished cells are never
+"""The results store: claim/finish/fail semantics (finished cells are never
 recomputed, interrupted ones are redone), concurrent writers, filters, CSV, schema versioning
 and `ldpgraph results`."""
 
@@ -15,24 +15,17 @@ import sys
 
 import pytest
 
-from ldpgraph.simulation import cli, store
+from ldpgraph.simulation import cli
 from ldpgraph.simulation.config import RunConfig
-from ldpgraph.simulation.store import (
+from ldpgraph.simulation.results import store, tables
+from ldpgraph.simulation.results.identity import canonical_config
+from ldpgraph.simulation.results.store import (
     ResultsStore,
     StoreError,
-    canonical_config,
-    config_hash,
-    record_from_row,
     record_run,
-    run_key,
 )
 
-DATA = "synthetic:n=50,classes=2,d=8"
-
-
-def cfg(**kw) -> dict:
-    base = {"dataset": DATA, "backend": "local", "epochs": 3}
-    return RunConfig(**{**base, **kw}).to_dict()
+from .test_identity import DATA, cfg
 
 
 def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
@@ -60,6 +53,21 @@ def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
     }
 
 
+def record_from_row(row: dict) -> dict:
+    """The result record rebuilt from its stored row: equal to the record that was stored when
+    the store keeps all of it (its columns, the rest in ``extra``)."""
+    metrics = row.get("metrics") or {}
+    record = {
+        "config": row["config"],
+        "accuracy": metrics.get("accuracy"),
+        "training": metrics.get("training"),
+    }
+    for column in ("privacy", "timings", "graph", "release", "versions", "fingerprint", "command"):
+        record[column] = row.get(column)
+    record.update(row.get("extra") or {})
+    return record
+
+
 @pytest.fixture
 def db(tmp_path):
     with ResultsStore(tmp_path / "r.db") as s:
@@ -70,77 +78,6 @@ def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
-
-
-# --- identity -------------------------------------------------------------------------------
-
-
-def test_run_key_is_stable_and_ignores_non_result_keys():
-    c = cfg(seed=3)
-    key = run_key(c)
-    assert run_key(dict(reversed(list(c.items())))) == key
-    assert run_key({k.replace("_", "-"): v for k, v in c.items()}) == key
-    moved = {
-        **c,
-        "data_root": "/elsewhere",
-        "run_dir": "/tmp/x",
-        "device": "cuda",
-        "backend": "flower",
-        "ray_actors": 7,
-        "ray_address": "ray://h:1",
-        "nodes_per_client": 4,
-        "wait_timeout": 5.0,
-        "round_timeout": 9.0,
-    }
-    assert run_key(moved) == key
-    assert run_key({**c, "epsilon": 8}) == run_key({**c, "epsilon": 8.0})
-    # missing keys mean their defaults, except a key added later (store.ADDED_KEY_DEFAULTS): a
-    # configuration without it was recorded before it existed, so it means the value it was
-    # added with
-    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3, "center_features": True}) == key
-    assert run_key(RunConfig(dataset=DATA, epochs=3, seed=3)) == key
-    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3}) == run_key(
-        RunConfig(dataset=DATA, epochs=3, seed=3, center_features=False)
-    )
-    assert config_hash(c, exclude=()) != config_hash(moved, exclude=())
-
-
-def test_seed_changes_run_key_not_config_hash():
-    a, b = cfg(seed=0), cfg(seed=1)
-    assert run_key(a) != run_key(b)
-    assert config_hash(a) == config_hash(b)
-    assert config_hash(cfg(seed=0, epsilon=2.0)) != config_hash(a)
-    assert run_key(cfg(seed=0, epochs=4)) != run_key(a)
-
-
-def test_keys_added_later_keep_old_run_identities():
-    """A run recorded before ``center_features`` existed keeps its key: at the default it was
-    added with, an added key is left out of the hash (golden value from before the key, made
-    with the defaults of that time: feature_share 0.5, no centring)."""
-    golden = "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
-    old_defaults = RunConfig(feature_share=0.5, center_features=False)
-    assert config_hash(old_defaults) == golden
-    stored_before_the_key = {
-        k: v for k, v in old_defaults.to_dict().items() if k != "center_features"
-    }
-    assert config_hash(stored_before_the_key) == golden
-    assert config_hash({**stored_before_the_key, "center_features": True}) != golden
-    assert set(store.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
-
-
-def test_changed_defaults_leave_stored_identities_alone():
-    """A default that changed (store.CHANGED_DEFAULTS) changes what a new run is, never the
-    identity of a stored one: stored configurations are whole, and a key missing from one is
-    an added key, which means its value of the time."""
-    assert set(store.CHANGED_DEFAULTS) <= set(RunConfig().to_dict())
-    for key, former in store.CHANGED_DEFAULTS.items():
-        assert getattr(RunConfig(), key) != former
-    stored = RunConfig(feature_share=0.5, center_features=False).to_dict()
-    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
-    assert run_key(stored) != run_key(RunConfig())
-    del stored["center_features"]  # recorded before the key existed
-    assert canonical_config(stored)["center_features"] is False
-    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
 
 
 # --- claim / finish / fail ------------------------------------------------------------------
@@ -186,9 +123,6 @@ def test_running_row_of_another_host_waits_for_stale_timeout(tmp_path):
     c = cfg(seed=4)
     with ResultsStore(tmp_path / "r.db") as s:
         assert s.claim(c)
-        s._con.execute("UPDATE runs SET heartbeat_at = '2000-01-01T00:00:00+00:00'")
-        s.heartbeat(c)
-        assert s.get(c)["heartbeat_at"] > "2001"
         s._con.execute("UPDATE runs SET host = 'elsewhere', pid = 1")
         assert not s.claim(c)  # alive as far as we can tell
     with ResultsStore(tmp_path / "r.db", stale_after=0) as s:
@@ -294,7 +228,7 @@ def test_filters(filled):
 
 
 def test_group_rows(filled):
-    groups = store.group_rows(filled.rows())
+    groups = tables.group_rows(filled.rows())
     assert len(groups) == 4  # the failed run does not count
     g = next(g for g in groups if g["n"] == 2)
     assert g["epsilon"] == 1.0 and g["seeds"] == [0, 1]
@@ -305,7 +239,7 @@ def test_group_rows(filled):
 
 def test_csv_export_round_trip(filled, tmp_path):
     out = tmp_path / "runs.csv"
-    assert filled.export_csv(out) == 6
+    assert tables.write_csv(out, [tables.flatten_row(r) for r in filled.rows()]) == 6
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 6
@@ -474,7 +408,7 @@ def test_cli_missing_store_is_one_line(capsys, tmp_path):
 
 
 def test_sweep_will_not_resume_runs_made_under_a_former_default(tmp_path):
-    """A sweep file that leaves a changed default (store.CHANGED_DEFAULTS) to the default, over
+    """A sweep file that leaves a changed default (identity.CHANGED_DEFAULTS) to the default, over
     a store whose runs of that entry were made with the former value, stops with what to
     state: resuming would start over with the new value beside the old runs."""
     import tomllib

@@ -21,9 +21,8 @@ import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
+from ldpgraph.client.app import answer
 from ldpgraph.protocols.reports import CONFIG_RECORD, node_from_record_name, node_record_name
-
-from .app import answer
 
 FAULTS = (
     "garbage",

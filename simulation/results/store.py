@@ -1,10 +1,7 @@
 """The results store: one SQLite row per run, written as each run finishes.
 
-A run's identity (``run_key``) is the hash of the canonical JSON of the configuration keys that
-determine its result, seed included; ``config_hash`` is the same without the seed, so the repeats
-of one configuration group together. Keys that only say where or how a run executes (data root,
-run directory, device, collection backend, Ray settings, timeouts) are left out: the backends
-give the same reports for the same seed.
+A row is keyed by the run's identity (``run_key``, :mod:`.identity`) and grouped by its
+``config_hash``, the same without the seed.
 
 Sweeps are resumable: :meth:`ResultsStore.claim` atomically marks a cell 'running' and returns
 False for a cell that is done (never recomputed) or that a live process is running. A 'running'
@@ -13,70 +10,37 @@ life for ``stale_after`` seconds) and a 'failed' row are taken over and redone. 
 may write at once: the file is in WAL mode with a busy timeout and every write is one short
 ``BEGIN IMMEDIATE`` transaction.
 
-Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.runner.run`'s
-record go to their columns, anything else to ``extra``; :func:`record_from_row` rebuilds it.
+Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.pipeline.run`'s
+record go to their columns, anything else to ``extra``.
 """
 
 from __future__ import annotations
 
-import csv
-import fnmatch
 import functools
-import hashlib
-import io
 import json
-import math
 import os
 import random
 import socket
 import sqlite3
-import statistics
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from .identity import ADDED_KEY_DEFAULTS, canonical_config, config_hash, run_key
 
 #: Version of the table layout below; a store written by a newer ldpgraph is refused.
 SCHEMA_VERSION = 1
 #: Environment variable naming the default store.
 STORE_ENV = "LDPGRAPH_STORE"
 DEFAULT_STORE = Path("results") / "ldpgraph.db"
-#: Configuration keys that do not change a run's result (fnmatch patterns, underscore form).
-NON_RESULT_KEYS: tuple[str, ...] = (
-    "data_root",
-    "run_dir",
-    "result_path",
-    "device",
-    "backend",
-    "nodes_per_client",
-    "ray_*",
-    "wait_timeout",
-    "round_timeout",
-)
-#: Result keys added to the configuration after stores were in use, with the default they
-#: were added with: at that default they are left out of the hash, so a run recorded before
-#: the key existed keeps its identity (and a sweep does not redo it).
-ADDED_KEY_DEFAULTS: dict[str, Any] = {
-    "center_features": False,
-    "metrics": "accuracy",
-}
-#: Run-configuration defaults that changed after stores were in use: key -> former default.
-#: A stored run keeps its identity because its configuration is stored whole (a key missing
-#: from a stored configuration is one added later: :data:`ADDED_KEY_DEFAULTS`); an experiment
-#: file that relied on a former default must state it, or ``ldpgraph sweep`` refuses to resume
-#: a store holding runs made with it.
-CHANGED_DEFAULTS: dict[str, Any] = {
-    "feature_share": 0.5,
-    "center_features": False,
-}
 #: A 'running' row with no sign of life for this long is treated as interrupted.
 DEFAULT_STALE_AFTER = 12 * 3600.0
-STATUSES = ("running", "done", "failed")
 
-#: The record keys of ``runner.run`` that have their own JSON column (metrics = accuracy +
+#: The record keys of ``pipeline.run`` that have their own JSON column (metrics = accuracy +
 #: training); any other key of a record is kept in ``extra``.
 _RECORD_COLUMNS = ("privacy", "timings", "graph", "release", "versions")
 _RECORD_KNOWN = {"config", "accuracy", "training", "fingerprint", "command", *_RECORD_COLUMNS}
@@ -128,64 +92,6 @@ class StoreError(ValueError):
     """The store cannot be used (not a store, a newer schema, unwritable); one line for users."""
 
 
-# --- run identity -------------------------------------------------------------------------
-
-
-def canonical_config(config: Any) -> dict[str, Any]:
-    """The full configuration as a plain dict: keys in underscore form, the missing keys of
-    :class:`~ldpgraph.simulation.config.RunConfig` filled with their defaults, except a key of
-    :data:`ADDED_KEY_DEFAULTS`: a configuration without it was recorded before the key existed,
-    so it takes the value the key was added with (not today's default, which may differ).
-    Accepts a RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
-    from .config import RunConfig
-
-    if hasattr(config, "to_dict"):
-        config = config.to_dict()
-    out = {**RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
-    out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
-    return out
-
-
-def _canon(value: Any) -> Any:
-    """Numbers normalised so that 8 and 8.0 hash alike; containers recursively."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _canon(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canon(v) for v in value]
-    if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalar
-        value = value.item()
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer():
-            return int(value)
-        return repr(value) if not math.isfinite(value) else value
-    return str(value)
-
-
-def config_hash(config: Any, exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed")) -> str:
-    """SHA-256 of the canonical JSON of ``config`` without the keys matching ``exclude``
-    (fnmatch patterns). By default the seed is left out too: repeats of one configuration
-    share this hash."""
-    patterns = tuple(exclude)
-    cfg = canonical_config(config)
-    kept = {
-        k: _canon(v)
-        for k, v in cfg.items()
-        if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
-        and not (k in ADDED_KEY_DEFAULTS and v == ADDED_KEY_DEFAULTS[k])
-    }
-    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def run_key(config: Any) -> str:
-    """The identity of one run: :func:`config_hash` with the seed included."""
-    return config_hash(config, exclude=NON_RESULT_KEYS)
-
-
 # --- environment ------------------------------------------------------------------------------
 
 
@@ -198,7 +104,7 @@ def default_store_path(path: str | os.PathLike[str] | None = None) -> Path:
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the ldpgraph source checkout this module runs from, or (None, None)
     when it is not one (an installed wheel). Cached."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -255,7 +161,7 @@ def _iso(t: datetime) -> str:
     return t.isoformat(timespec="seconds")
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     if hasattr(obj, "tolist"):  # numpy scalars and arrays
         return obj.tolist()
     if isinstance(obj, set | frozenset):
@@ -266,7 +172,7 @@ def _json_default(obj: Any) -> Any:
 def _dumps(obj: Any) -> str | None:
     if obj is None:
         return None
-    return json.dumps(obj, default=_json_default, ensure_ascii=False)
+    return json.dumps(obj, default=json_default, ensure_ascii=False)
 
 
 def _float(value: Any) -> float | None:
@@ -487,18 +393,8 @@ class ResultsStore:
                 )
         return True
 
-    def heartbeat(self, config: Any) -> None:
-        """Tell other processes this process still runs the cell (for runs longer than
-        ``stale_after``)."""
-        with self._write() as con:
-            con.execute(
-                "UPDATE runs SET heartbeat_at = ? WHERE run_key = ? AND status = 'running' "
-                "AND pid = ? AND host = ?",
-                (_iso(_now()), run_key(config), os.getpid(), socket.gethostname()),
-            )
-
     def finish(self, config: Any, result: dict[str, Any], sweep: str | None = None) -> int:
-        """Store the record of a finished run (the dict ``runner.run`` returns) as 'done';
+        """Store the record of a finished run (the dict ``pipeline.run`` returns) as 'done';
         returns the row id. Works with or without a prior :meth:`claim`."""
         cfg = canonical_config(config)
         accuracy = result.get("accuracy") or {}
@@ -645,187 +541,8 @@ class ResultsStore:
             out.append(row)
         return out
 
-    def export_csv(
-        self, path_or_file: str | os.PathLike[str] | IO[str], rows: list[dict] | None = None
-    ) -> int:
-        """Write ``rows`` (default: every run) as CSV with flattened columns (``config.*``,
-        ``accuracy.*``, ``privacy.epsilon``, ``timings.total`` …); returns the number written."""
-        rows = self.rows() if rows is None else rows
-        return write_csv(path_or_file, [flatten_row(r) for r in rows])
 
-
-# --- rows, records, tables --------------------------------------------------------------------
-
-#: Run columns first in a CSV, before the flattened JSON ones.
-_CSV_HEAD = (
-    "id",
-    "run_key",
-    "config_hash",
-    "sweep",
-    "status",
-    "attempts",
-    "started_at",
-    "finished_at",
-    "host",
-    "git_commit",
-    "git_dirty",
-)
-
-
-def record_from_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Rebuild the result record (as ``runner.run`` returned it) from a stored row."""
-    metrics = row.get("metrics") or {}
-    record: dict[str, Any] = {
-        "config": row["config"],
-        "accuracy": metrics.get("accuracy"),
-        "training": metrics.get("training"),
-    }
-    for c in _RECORD_COLUMNS:
-        record[c] = row.get(c)
-    record["fingerprint"] = row.get("fingerprint")
-    record["command"] = row.get("command")
-    record.update(row.get("extra") or {})
-    return record
-
-
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif isinstance(value, list | tuple):
-        out[prefix] = json.dumps(value, default=_json_default, ensure_ascii=False)
-    else:
-        out[prefix] = value
-
-
-def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
-    """One run as a flat dict with dotted column names (lists as JSON text)."""
-    out = {c: row.get(c) for c in _CSV_HEAD}
-    metrics = row.get("metrics") or {}
-    _flatten("config", row.get("config") or {}, out)
-    _flatten("accuracy", metrics.get("accuracy") or {}, out)
-    _flatten("training", metrics.get("training") or {}, out)
-    for c in ("privacy", "graph", "release", "timings", "versions"):
-        _flatten(c, row.get(c) or {}, out)
-    _flatten("", row.get("extra") or {}, out)
-    for c in ("fingerprint", "command", "error"):
-        out[c] = row.get(c)
-    return out
-
-
-def write_csv(path_or_file: str | os.PathLike[str] | IO[str], dicts: list[dict]) -> int:
-    """Write flat dicts as CSV; the columns are their keys in order of first appearance."""
-    columns: dict[str, None] = {}
-    flat = []
-    for d in dicts:
-        f: dict[str, Any] = {}
-        _flatten("", d, f)
-        flat.append(f)
-        columns.update(dict.fromkeys(f))
-
-    def write(fh: IO[str]) -> None:
-        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(flat)
-
-    if isinstance(path_or_file, str | os.PathLike):
-        path = Path(path_or_file)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="", encoding="utf-8") as fh:
-            write(fh)
-    else:
-        write(path_or_file)
-    return len(flat)
-
-
-def group_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Aggregate finished runs by ``config_hash``: n runs, their seeds, mean and sample std of
-    test and validation accuracy (std None for a single run)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        if r["status"] == "done" and r.get("test_acc") is not None:
-            groups.setdefault(r["config_hash"], []).append(r)
-    out = []
-    for h, rs in groups.items():
-        config = {k: v for k, v in rs[0]["config"].items() if k != "seed"}
-        entry: dict[str, Any] = {
-            "config_hash": h,
-            "protocol": rs[0]["protocol"],
-            "dataset": rs[0]["dataset"],
-            "model": rs[0]["model"],
-            "epsilon": rs[0]["epsilon"],
-            "n": len(rs),
-            "seeds": sorted(r["seed"] for r in rs),
-        }
-        for name in ("test", "val"):
-            vals = [r[f"{name}_acc"] for r in rs if r.get(f"{name}_acc") is not None]
-            entry[f"{name}_mean"] = statistics.fmean(vals) if vals else None
-            entry[f"{name}_std"] = statistics.stdev(vals) if len(vals) > 1 else None
-        entry["config"] = config
-        out.append(entry)
-    return out
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}"
-
-
-def _table(headers: list[str], body: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return "\n".join([line(headers), *(line(r) for r in body)])
-
-
-def format_runs(rows: list[dict[str, Any]]) -> str:
-    """A text table of runs: id, sweep, protocol, dataset, model, ε, seed, val, test (in %),
-    status, finished."""
-    body = [
-        [
-            str(r["id"]),
-            r.get("sweep") or "-",
-            r.get("protocol") or "-",
-            r.get("dataset") or "-",
-            r.get("model") or "-",
-            "-" if r.get("epsilon") is None else f"{r['epsilon']:g}",
-            "-" if r.get("seed") is None else str(r["seed"]),
-            _pct(r.get("val_acc")),
-            _pct(r.get("test_acc")),
-            r["status"],
-            (r.get("finished_at") or "-").replace("T", " ")[:16],
-        ]
-        for r in rows
-    ]
-    headers = ["id", "sweep", "protocol", "dataset", "model", "ε", "seed", "val%", "test%"]
-    return _table([*headers, "status", "finished"], body, right={0, 5, 6, 7, 8})
-
-
-def format_groups(groups: list[dict[str, Any]]) -> str:
-    """A text table of :func:`group_rows`: mean ± std of test and validation accuracy (%)."""
-
-    def pm(mean: float | None, std: float | None) -> str:
-        return _pct(mean) + (" ± " + _pct(std) if std is not None else "")
-
-    body = [
-        [
-            g["config_hash"][:12],
-            g["protocol"] or "-",
-            g["dataset"] or "-",
-            g["model"] or "-",
-            "-" if g["epsilon"] is None else f"{g['epsilon']:g}",
-            str(g["n"]),
-            pm(g["test_mean"], g["test_std"]),
-            pm(g["val_mean"], g["val_std"]),
-        ]
-        for g in groups
-    ]
-    headers = ["config", "protocol", "dataset", "model", "ε", "n", "test%", "val%"]
-    return _table(headers, body, right={4, 5, 6, 7})
+# --- records ----------------------------------------------------------------------------------
 
 
 def record_run(
@@ -838,31 +555,3 @@ def record_run(
     returns its row id."""
     with ResultsStore(store_path) as store:
         return store.finish(config, result, sweep=sweep)
-
-
-def dumps_rows(rows: list[dict[str, Any]]) -> str:
-    """Rows or groups as indented JSON."""
-    buf = io.StringIO()
-    json.dump(rows, buf, indent=2, default=_json_default, ensure_ascii=False)
-    return buf.getvalue()
-
-
-__all__ = [
-    "DEFAULT_STALE_AFTER",
-    "NON_RESULT_KEYS",
-    "SCHEMA_VERSION",
-    "ResultsStore",
-    "StoreError",
-    "canonical_config",
-    "config_hash",
-    "default_store_path",
-    "dumps_rows",
-    "flatten_row",
-    "format_groups",
-    "format_runs",
-    "group_rows",
-    "record_from_row",
-    "record_run",
-    "run_key",
-    "write_csv",
-]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 
@@ -13,23 +12,19 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.simulation import datasets
 from ldpgraph.simulation.datasets import (
     DATASETS,
     DatasetError,
     cache_dir,
     dataset_catalog,
+    download,
     load_dataset,
     parse_dataset_spec,
     resolve_data_root,
 )
+from ldpgraph.simulation.datasets.build import make_graph
 
-MIRROR = Path(
-    os.environ.get("LDPGRAPH_DATA") or Path(__file__).resolve().parents[2] / "shared" / "datasets"
-)
-needs_mirror = pytest.mark.skipif(
-    not (MIRROR / "Planetoid" / "Cora" / "raw").is_dir(), reason=f"no dataset mirror at {MIRROR}"
-)
+from ..conftest import MIRROR, needs_mirror
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -203,7 +198,7 @@ def test_failed_download_is_a_dataset_error(
     def offline(url: str, dest: Path) -> None:
         raise OSError(f"no network for {url}")
 
-    monkeypatch.setattr(datasets, "_download", offline)
+    monkeypatch.setattr(download, "download_file", offline)
     with pytest.raises(DatasetError, match="download failed") as err:
         load_dataset("lastfm", data_root=tmp_path)
     msg = str(err.value)
@@ -215,7 +210,7 @@ def test_failed_download_is_a_dataset_error(
 
 def test_float_features_keep_float32() -> None:
     x = np.array([[0.0, 0.5], [1.0, 2.0]])
-    g = datasets._make_graph("t", np.array([[0, 1], [1, 0], [1, 1]]), x, np.array([0, 1]))
+    g = make_graph("t", np.array([[0, 1], [1, 0], [1, 1]]), x, np.array([0, 1]))
     assert g.x.dtype == np.float32 and g.feature_domain == (0.0, 2.0)
     assert g.meta["feature_domain_public"] is False
     assert g.edges.tolist() == [[0, 1]]

@@ -10,63 +10,39 @@ dashed lines whenever the store has them.
 from __future__ import annotations
 
 import statistics
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-#: HoGS paper, Table III (edge LDP only, test accuracy %):
-#: (model, method, dataset, ε) → (mean, std).
-PAPER_TABLE3: dict[tuple[str, str, str, int], tuple[float, float]] = {}
-_T3 = {
-    (
-        "gcn",
-        "blink-hard",
-    ): "71.0 0.5 77.0 0.8 84.5 1.0 73.8 0.4 73.8 0.4 76.7 0.8 70.9 0.6 70.6 1.3 78.9 0.8",
-    (
-        "gcn",
-        "hogs-edge",
-    ): "73.3 1.4 82.6 0.8 84.7 0.4 66.3 1.2 75.6 1.1 78.9 0.5 71.0 1.8 81.9 0.6 87.0 0.3",
-    (
-        "sage",
-        "blink-hard",
-    ): "71.7 0.8 77.2 1.3 84.2 0.8 73.8 0.5 74.0 0.4 77.3 0.9 71.9 1.1 75.0 1.3 79.2 1.6",
-    (
-        "sage",
-        "hogs-edge",
-    ): "77.4 0.9 83.1 0.7 84.9 0.6 74.8 1.0 77.1 0.9 79.0 0.6 80.5 0.9 84.0 0.7 86.6 0.5",
-    (
-        "gat",
-        "blink-hard",
-    ): "71.1 0.5 71.2 0.6 81.6 1.3 73.5 0.3 73.4 0.3 73.4 0.4 71.1 0.7 70.8 0.9 78.5 0.8",
-    (
-        "gat",
-        "hogs-edge",
-    ): "63.1 3.3 79.8 1.1 82.9 1.0 54.6 2.6 70.8 1.8 76.5 1.1 50.9 7.9 72.4 3.4 83.9 1.1",
-}
-for (_model, _method), _text in _T3.items():
-    _vals = [float(v) for v in _text.split()]
-    for _i, (_ds, _eps) in enumerate(
-        (d, e) for d in ("cora", "citeseer", "lastfm") for e in (3, 4, 5)
-    ):
-        PAPER_TABLE3[(_model, _method, _ds, _eps)] = (_vals[2 * _i], _vals[2 * _i + 1])
 
-#: Blink_GNN's own Blink-hard results on Facebook page-page (specs/baselines.md 11.1,
-#: ``scripts/output/results.json``, 30 runs): (model, ε) → (mean, std). The HoGS paper has no
-#: Facebook column; these are what our Facebook BLink cells (the LastFM substitute) compare with.
-BLINK_GNN_FACEBOOK: dict[tuple[str, int], tuple[float, float]] = {}
-_BF = {
-    "gcn": "76.23 0.19 76.19 0.28 76.22 0.26 76.50 0.22 "
-    "83.91 0.29 88.18 0.24 89.44 0.17 89.72 0.12",
-    "sage": "76.28 0.23 76.45 0.21 77.43 0.28 79.49 0.32 "
-    "83.81 0.43 88.42 0.20 90.31 0.35 90.54 0.32",
-    "gat": "76.41 0.24 76.20 0.22 76.14 0.22 76.27 0.24 "
-    "84.12 0.34 89.92 0.30 91.72 0.17 92.10 0.15",
-}
-for _model, _text in _BF.items():
-    _vals = [float(v) for v in _text.split()]
-    for _i in range(8):
-        BLINK_GNN_FACEBOOK[(_model, _i + 1)] = (_vals[2 * _i], _vals[2 * _i + 1])
+def _paper_numbers() -> tuple[dict, dict]:
+    """The published reference numbers of ``paper_numbers.toml`` (package data, so a report
+    made from an installed wheel has them too), keyed as the tables below look them up."""
+    text = resources.files(__package__).joinpath("paper_numbers.toml").read_text("utf-8")
+    numbers = tomllib.loads(text)
+    table3 = {
+        (model, method, dataset, int(eps)): (mean, std)
+        for model, methods in numbers["hogs_table3"].items()
+        for method, datasets in methods.items()
+        for dataset, cells in datasets.items()
+        for eps, (mean, std) in cells.items()
+    }
+    facebook = {
+        (model, int(eps)): (mean, std)
+        for model, cells in numbers["blink_gnn_facebook"].items()
+        for eps, (mean, std) in cells.items()
+    }
+    return table3, facebook
+
+
+#: HoGS paper, Table III (edge LDP only, test accuracy %): (model, method, dataset, ε) →
+#: (mean, std); and Blink_GNN's own Blink-hard results on Facebook page-page, which our
+#: Facebook BLink cells (the LastFM substitute) compare with: (model, ε) → (mean, std).
+#: Sources in paper_numbers.toml.
+PAPER_TABLE3, BLINK_GNN_FACEBOOK = _paper_numbers()
 
 METHOD_LABELS = {
     "hogs": "HoGS",
@@ -211,8 +187,9 @@ def reproduction_markdown(
 def blink_facebook_markdown(
     agg: dict[tuple, dict], tolerance: float = 3.0
 ) -> tuple[str, dict[str, int]]:
-    """Our Facebook BLink (hard) cells beside Blink_GNN's own results (baselines.md 11.1), with
-    the difference; empty text when the store has none."""
+    """Our Facebook BLink (hard) cells beside Blink_GNN's own results (its
+    ``scripts/output/results.json``, see paper_numbers.toml), with the difference; empty text
+    when the store has none."""
     lines = [
         f"| model | ε | ours | Blink_GNN | ours − Blink_GNN | within {tolerance:g} |",
         "|---|---|---|---|---|---|",
@@ -389,10 +366,6 @@ def summary_rows(agg: dict[tuple, dict]) -> list[dict[str, Any]]:
     ]
 
 
-def _varying(rows: list[dict[str, Any]], key: str) -> bool:
-    return len({(r.get("config") or {}).get(key) for r in rows}) > 1
-
-
 def write_report(
     rows: list[dict[str, Any]],
     out_dir: Path,
@@ -429,7 +402,8 @@ def write_report(
             text += (
                 "\n## Facebook page-page (LastFM substitute): BLink against Blink_GNN's own "
                 "results\n\nThe HoGS paper has no Facebook column; Blink_GNN's `results.json` "
-                "(specs/baselines.md 11.1, 30 runs) does.\n\n"
+                "(https://github.com/zhxchd/Blink_GNN, `scripts/output/results.json`, 30 runs) "
+                "does.\n\n"
                 + fb_md
                 + f"\n\n{fb_counts['within']} of {fb_counts['compared']} Facebook BLink cells "
                 "are within 3 points of Blink_GNN's.\n"

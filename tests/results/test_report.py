@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ldpgraph.simulation import report
+from ldpgraph.simulation.results import report
 
 
 def row(ds, proto, model, eps, acc, phase="final", **cfg):
@@ -58,7 +58,7 @@ def test_reproduction_counts_and_substitutes():
 
 def test_facebook_blink_is_compared_with_blink_gnn_results():
     """The Facebook BLink cells (LastFM substitute) are set beside Blink_GNN's own numbers
-    (baselines.md 11.1: GCN ε = 5 is 83.91, SAGE ε = 3 is 77.43)."""
+    (paper_numbers.toml: GCN ε = 5 is 83.91, SAGE ε = 3 is 77.43)."""
     rows = [
         row("facebook", "blink-hard", "gcn", 5, 0.80),
         row("facebook", "blink-hard", "sage", 3, 0.77),
@@ -106,7 +106,7 @@ def test_report_command_end_to_end(tmp_path, capsys):
     from ldpgraph.simulation import cli
     from ldpgraph.simulation.config import RunConfig
     from ldpgraph.simulation.pipeline import run
-    from ldpgraph.simulation.store import ResultsStore
+    from ldpgraph.simulation.results.store import ResultsStore
 
     db = tmp_path / "s.db"
     with ResultsStore(db) as store:

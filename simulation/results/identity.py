@@ -1,0 +1,102 @@
+"""A run's identity: which configuration keys decide its result, and their hash.
+
+``run_key`` is the SHA-256 of the canonical JSON of the configuration keys that determine a
+run's result, seed included; ``config_hash`` is the same without the seed, so the repeats of one
+configuration group together. Keys that only say where or how a run executes (data root, run
+directory, device, collection backend, Ray settings, timeouts) are left out: the backends give
+the same reports for the same seed. Stored runs keep their identity across releases: a key added
+later is left out of the hash at the value it was added with (:data:`ADDED_KEY_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+#: Configuration keys that do not change a run's result (fnmatch patterns, underscore form).
+NON_RESULT_KEYS: tuple[str, ...] = (
+    "data_root",
+    "run_dir",
+    "result_path",
+    "device",
+    "backend",
+    "nodes_per_client",
+    "ray_*",
+    "wait_timeout",
+    "round_timeout",
+)
+#: Result keys added to the configuration after stores were in use, with the default they
+#: were added with: at that default they are left out of the hash, so a run recorded before
+#: the key existed keeps its identity (and a sweep does not redo it).
+ADDED_KEY_DEFAULTS: dict[str, Any] = {
+    "center_features": False,
+    "metrics": "accuracy",
+}
+#: Run-configuration defaults that changed after stores were in use: key -> former default.
+#: A stored run keeps its identity because its configuration is stored whole (a key missing
+#: from a stored configuration is one added later: :data:`ADDED_KEY_DEFAULTS`); an experiment
+#: file that relied on a former default must state it, or ``ldpgraph sweep`` refuses to resume
+#: a store holding runs made with it.
+CHANGED_DEFAULTS: dict[str, Any] = {
+    "feature_share": 0.5,
+    "center_features": False,
+}
+
+
+def canonical_config(config: Any) -> dict[str, Any]:
+    """The full configuration as a plain dict: keys in underscore form, the missing keys of
+    :class:`~ldpgraph.simulation.config.RunConfig` filled with their defaults, except a key of
+    :data:`ADDED_KEY_DEFAULTS`: a configuration without it was recorded before the key existed,
+    so it takes the value the key was added with (not today's default, which may differ).
+    Accepts a RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
+    from ..config import RunConfig
+
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    out = {**RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
+    out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
+    return out
+
+
+def _canon(value: Any) -> Any:
+    """Numbers normalised so that 8 and 8.0 hash alike; containers recursively."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canon(v) for v in value]
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        return repr(value) if not math.isfinite(value) else value
+    return str(value)
+
+
+def config_hash(config: Any, exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed")) -> str:
+    """SHA-256 of the canonical JSON of ``config`` without the keys matching ``exclude``
+    (fnmatch patterns). By default the seed is left out too: repeats of one configuration
+    share this hash."""
+    patterns = tuple(exclude)
+    cfg = canonical_config(config)
+    kept = {
+        k: _canon(v)
+        for k, v in cfg.items()
+        if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
+        and not (k in ADDED_KEY_DEFAULTS and v == ADDED_KEY_DEFAULTS[k])
+    }
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_key(config: Any) -> str:
+    """The identity of one run: :func:`config_hash` with the seed included."""
+    return config_hash(config, exclude=NON_RESULT_KEYS)

@@ -1,0 +1,82 @@
+"""A run's identity: which keys decide a run's result, and that stored runs keep theirs."""
+
+from __future__ import annotations
+
+from ldpgraph.simulation.config import RunConfig
+from ldpgraph.simulation.results import identity
+from ldpgraph.simulation.results.identity import canonical_config, config_hash, run_key
+
+DATA = "synthetic:n=50,classes=2,d=8"
+
+
+def cfg(**kw) -> dict:
+    base = {"dataset": DATA, "backend": "local", "epochs": 3}
+    return RunConfig(**{**base, **kw}).to_dict()
+
+
+def test_run_key_is_stable_and_ignores_non_result_keys():
+    c = cfg(seed=3)
+    key = run_key(c)
+    assert run_key(dict(reversed(list(c.items())))) == key
+    assert run_key({k.replace("_", "-"): v for k, v in c.items()}) == key
+    moved = {
+        **c,
+        "data_root": "/elsewhere",
+        "run_dir": "/tmp/x",
+        "device": "cuda",
+        "backend": "flower",
+        "ray_actors": 7,
+        "ray_address": "ray://h:1",
+        "nodes_per_client": 4,
+        "wait_timeout": 5.0,
+        "round_timeout": 9.0,
+    }
+    assert run_key(moved) == key
+    assert run_key({**c, "epsilon": 8}) == run_key({**c, "epsilon": 8.0})
+    # missing keys mean their defaults, except a key added later (identity.ADDED_KEY_DEFAULTS): a
+    # configuration without it was recorded before it existed, so it means the value it was
+    # added with
+    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3, "center_features": True}) == key
+    assert run_key(RunConfig(dataset=DATA, epochs=3, seed=3)) == key
+    assert run_key({"dataset": DATA, "epochs": 3, "seed": 3}) == run_key(
+        RunConfig(dataset=DATA, epochs=3, seed=3, center_features=False)
+    )
+    assert config_hash(c, exclude=()) != config_hash(moved, exclude=())
+
+
+def test_seed_changes_run_key_not_config_hash():
+    a, b = cfg(seed=0), cfg(seed=1)
+    assert run_key(a) != run_key(b)
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(cfg(seed=0, epsilon=2.0)) != config_hash(a)
+    assert run_key(cfg(seed=0, epochs=4)) != run_key(a)
+
+
+def test_keys_added_later_keep_old_run_identities():
+    """A run recorded before ``center_features`` existed keeps its key: at the default it was
+    added with, an added key is left out of the hash (golden value from before the key, made
+    with the defaults of that time: feature_share 0.5, no centring)."""
+    golden = "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
+    old_defaults = RunConfig(feature_share=0.5, center_features=False)
+    assert config_hash(old_defaults) == golden
+    stored_before_the_key = {
+        k: v for k, v in old_defaults.to_dict().items() if k != "center_features"
+    }
+    assert config_hash(stored_before_the_key) == golden
+    assert config_hash({**stored_before_the_key, "center_features": True}) != golden
+    assert set(identity.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
+
+
+def test_changed_defaults_leave_stored_identities_alone():
+    """A default that changed (identity.CHANGED_DEFAULTS) changes what a new run is, never the
+    identity of a stored one: stored configurations are whole, and a key missing from one is
+    an added key, which means its value of the time."""
+    assert set(identity.CHANGED_DEFAULTS) <= set(RunConfig().to_dict())
+    for key, former in identity.CHANGED_DEFAULTS.items():
+        assert getattr(RunConfig(), key) != former
+    stored = RunConfig(feature_share=0.5, center_features=False).to_dict()
+    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
+    assert run_key(stored) != run_key(RunConfig())
+    del stored["center_features"]  # recorded before the key existed
+    assert canonical_config(stored)["center_features"] is False
+    assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
