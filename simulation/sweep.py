@@ -428,8 +428,9 @@ def _check_former_defaults(
     warn: Callable[[str], None] | None,
 ) -> None:
     """Refuse (or with ``warn``, a dry run, warn) to resume a store whose runs of an entry were
-    made under a former default (store.CHANGED_DEFAULTS) that the file still leaves to the
-    default: resuming would silently start over with the new value beside the old runs."""
+    made under a former default (results.identity.CHANGED_DEFAULTS) that the file still leaves
+    to the default: resuming would silently start over with the new value beside the old
+    runs."""
     from .results.identity import CHANGED_DEFAULTS
 
     current = RunConfig()
