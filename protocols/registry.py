@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from .base import LdpProtocol
-from .blink import BlinkParams, BlinkProtocol
-from .floors import FeaturesOnly, NonPrivate
-from .hogs import HogsParams, HogsProtocol
-from .hogs_kprop import HogsKpropProtocol
-from .ldpgen import LdpGenParams, LdpGenProtocol
-from .rr import RRParams, RRProtocol
-from .solitude import SolitudeProtocol
+from .ldp.blink import BlinkParams, BlinkProtocol
+from .ldp.floors import FeaturesOnly, NonPrivate
+from .ldp.hogs import HogsParams, HogsProtocol
+from .ldp.hogs_kprop import HogsKpropProtocol
+from .ldp.ldpgen import LdpGenParams, LdpGenProtocol
+from .ldp.rr import RRParams, RRProtocol
+from .ldp.solitude import SolitudeProtocol
 
 PROTOCOLS: dict[str, str] = {
     "hogs": "HoGS: edge LDP + feature LDP, homophily-based reconstruction",

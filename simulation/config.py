@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
-from ldpgraph.protocols.ldpgen import GENERATORS
+from ldpgraph.protocols.ldp.ldpgen import GENERATORS
+from ldpgraph.protocols.ldp.rr import COMBINE
 from ldpgraph.protocols.registry import PROTOCOLS
-from ldpgraph.protocols.rr import COMBINE
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
 
 from .splits import SPLIT_MODES

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.accounting import PLD_DISCRETIZATION, pure_epsilon, rr_event
-from ldpgraph.protocols.hogs import HogsParams, HogsProtocol
+from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
 from ldpgraph.protocols.registry import PROTOCOLS, make_protocol
 from ldpgraph.protocols.reports import ReportError, decode_report, encode_report
 from ldpgraph.protocols.types import Report

@@ -9,9 +9,15 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols import accounting
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView, RoundResult
-from ldpgraph.protocols.blink import (
+from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.laplace import (
+    PLD_DISCRETIZATION,
+    composed_epsilon,
+    discrete_laplace_pld,
+)
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.blink import (
     DEGREE_FIELD,
     SERIES_MAX_ABS,
     BlinkParams,
@@ -21,12 +27,6 @@ from ldpgraph.protocols.blink import (
     pairs_with_sum_at_least,
     sigmoid_row_sums,
     sigmoid_row_sums_exact,
-)
-from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.protocols.laplace import (
-    PLD_DISCRETIZATION,
-    composed_epsilon,
-    discrete_laplace_pld,
 )
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import make_protocol, protocol_from_config

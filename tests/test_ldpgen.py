@@ -11,7 +11,7 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.laplace import PLD_DISCRETIZATION
-from ldpgraph.protocols.ldpgen import (
+from ldpgraph.protocols.ldp.ldpgen import (
     MSG_GROUPS,
     MSG_K,
     LdpGenParams,
@@ -468,7 +468,7 @@ def test_bad_parameters():
 def test_round0_partition_comes_from_the_servers_public_seed(monkeypatch):
     """ξ0 must be the same for every node although each deployed node draws its noise from
     its own entropy: the server sends its seed in round 0's message (public_message)."""
-    from ldpgraph.protocols import ldpgen
+    from ldpgraph.protocols.ldp import ldpgen
 
     class NoNoise:
         def __init__(self, *_a, **_k) -> None:

@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.rr import RRParams
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import (
     PROTOCOLS,
@@ -18,7 +19,6 @@ from ldpgraph.protocols.registry import (
     protocol_from_config,
     uses_public_features,
 )
-from ldpgraph.protocols.rr import RRParams
 from ldpgraph.protocols.types import NodeView
 
 from .reference_blink import dense_rr

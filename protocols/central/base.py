@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from ..floors import NonPrivate
+from ..ldp.floors import NonPrivate
 from ..types import NodeView, Release, Report
 
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .node_reports import noisy_features, noisy_row
-from .types import NodeView, PrivacyReport, Release, Report
 
 COMBINE = ("or", "and", "lower")
 

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..mechanisms import flip_probability
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
-from .mechanisms import flip_probability
 from .node_reports import noisy_features, noisy_row
 from .similarity import FeatureRows
-from .types import NodeView, PrivacyReport, Release, Report
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import CuratorView, RoundResult
+from ..base import CuratorView, RoundResult
+from ..types import Release
 from .hogs import HogsParams, HogsProtocol
 from .kprop import ISOLATED, NORMS, kprop
-from .types import Release
 
 #: The K values of the paper's ablation.
 PAPER_K = (1, 2)

@@ -24,7 +24,7 @@ Server (§4.2–4.5):
      P, and reports the weight it drops (see below).
   E. (private features only) HoGS's feature reconstruction (Algorithm 3) with Blink's posterior
      as link weights: V_i = {j : P_ij ≥ 0.5}, ``steps`` passes (baselines.md §5.2), reusing
-     :func:`ldpgraph.protocols.hogs.reconstruct_features`.
+     :func:`ldpgraph.protocols.ldp.hogs.reconstruct_features`.
 
 Nodes that did not reply. Their pairs keep the likelihood of the bits that did arrive (each
 observed bit multiplies the odds by e^{±ε_a}, as HoGS's generalised likelihood does), and their
@@ -63,14 +63,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..rng import DEGREE, node_rng
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features, noisy_row
-from .rng import DEGREE, node_rng
-from .types import NodeView, PrivacyReport, Release, Report
 
 VARIANTS = ("hard", "soft", "hybrid")
 #: The β-model fit: Blink_GNN's 200 Jacobi iterations, stopped early once max|Δβ| < tol.

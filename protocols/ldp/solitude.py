@@ -18,7 +18,7 @@ WHAT IS IMPLEMENTED
 - Server, features: KProp with ``lx`` steps (LPGNN's operator: symmetric normalisation, no
   self-loops, isolated nodes zeroed, as the official code does) on the raw 1-bit reports, over
   the released graph. ``lx = 0`` releases the raw bits.
-- Labels: :func:`ldpgraph.protocols.kprop.label_kprop_targets` computes Solitude's label KProp
+- Labels: :func:`ldpgraph.protocols.ldp.kprop.label_kprop_targets` computes Solitude's label KProp
   targets softmax(Ā^{ly}·Y′) (validation labels included, test rows zeroed).
 
 WHAT IS NOT IMPLEMENTED
@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .hogs import HogsParams, HogsProtocol, hogs_privacy_report
 from .kprop import kprop
-from .types import NodeView, PrivacyReport, Release, Report
 
 #: The official code's estimator constants (§10.3): L1 proximal weight α and model lr.
 OFFICIAL_L1_ALPHA = 5e-4

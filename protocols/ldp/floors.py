@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .node_reports import noisy_features
-from .types import NodeView, PrivacyReport, Release, Report
 
 
 class NonPrivate(LdpProtocol):

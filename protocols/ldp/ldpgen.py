@@ -58,15 +58,15 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..rng import DEGREE, node_rng, stage_rng
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .hogs import reconstruct_features
-from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features
-from .rng import DEGREE, node_rng, stage_rng
-from .types import NodeView, PrivacyReport, Release, Report
 
 GENERATORS = ("blinkgnn", "chunglu")
 #: Message keys of round 1: the number of groups k1 and ξ1 as int32 bytes.
