@@ -13,43 +13,25 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ldpgraph.protocols.registry import PROTOCOLS
+from ldpgraph.protocols import registry
+from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary
 
 from .config import (
     BACKENDS,
     MODELS,
-    PRIVATE_FEATURE_PROTOCOLS,
     SELECTIONS,
     SPLIT_MODES,
     ConfigError,
     RunConfig,
 )
 
+#: Help of the run keys that are not protocol parameters (those come from the registry:
+#: :func:`protocol_help`).
 HELP = {
-    "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
     "dataset": "dataset name (see `ldpgraph datasets`), or a synthetic spec such as "
     "'synthetic:n=2000,classes=4,homophily=0.9'",
-    "epsilon": "total privacy budget ε per node (the sum of its parts: adjacency bits, "
-    "features, degree)",
-    "feature_share": "share of ε spent on features (the paper's δ): ε_f = share·ε, "
-    "ε_a = (1 − share)·ε; 0.1 won the reproduction's δ sweeps (Cora, CiteSeer, Facebook). "
-    "features-only spends share·ε: give it 1 for the MLP floor",
-    "tau": "edge threshold τ on the posterior P_ij, in (0, 1]",
-    "steps": "feature reconstruction steps l (0 keeps the noisy features)",
-    "degree_share": "BLink's δ: share of the graph budget spent on the noisy degree",
-    "share1": "FP-BLink's δ1 (0: 1 − feature-share): ε_f = (1 − δ1)ε",
-    "share2": "FP-BLink's δ2 (0: 1 − degree-share): ε_a = δ1·δ2·ε, ε_d = δ1(1 − δ2)ε",
-    "min_weight": "blink-soft keeps pairs with posterior ≥ this weight",
-    "combine": "rr: how the two reported bits make an edge (or, and, lower)",
-    "kprop_k": "hogs-kprop: KProp steps K",
-    "lx": "solitude: feature propagation steps",
-    "ly": "solitude: label propagation steps (only 0 is implemented)",
-    "k0": "ldpgen: groups of the initial random partition",
-    "k1": "ldpgen: groups after clustering (0: LDPGen's rule)",
-    "phase_share": "ldpgen: share of the graph budget spent in the first round",
-    "generator": "ldpgen: graph generator (blinkgnn, chunglu)",
     "model": "GNN trained on the release: " + ", ".join(MODELS),
     "lr": "Adam learning rate",
     "dropout": "dropout after the first layer",
@@ -93,6 +75,18 @@ HELP = {
 
 class UserError(Exception):
     pass
+
+
+def protocol_help() -> dict[str, str]:
+    """``--protocol`` and every protocol parameter's help, from the registry: the parameter's
+    help, its allowed values and the protocols that use it."""
+    out = {
+        "protocol": "the protocol (`ldpgraph protocols` lists them with their parameters): "
+        + "; ".join(f"{i.name}: {i.summary}" for i in registry.all_protocols())
+    }
+    for name, (param, users) in registry.parameters().items():
+        out[name] = f"{param.help}; {param.allowed}; used by {', '.join(users)}"
+    return out
 
 
 _TRUE = ("true", "1", "yes", "on")
@@ -151,6 +145,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         formatter_class=_HelpFormatter,
     )
     defaults = RunConfig()
+    helps = {**HELP, **protocol_help()}
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
@@ -168,7 +163,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["action"] = BoolFlag
         else:
             extra["type"] = kind
-        p.add_argument(flag, default=default, help=HELP.get(f.name, ""), **extra)
+        p.add_argument(flag, default=default, help=helps.get(f.name, ""), **extra)
     p.add_argument(
         "--split",
         type=str,
@@ -561,8 +556,12 @@ def collapse_warning(result: dict[str, Any]) -> str | None:
     tries = []
     if not c.get("center_features", True):
         tries.append("--center-features (subtracts the noisy features' column means)")
-    if c.get("protocol") in PRIVATE_FEATURE_PROTOCOLS and c.get("feature_share", 0.1) > 0.1:
-        tries.append("a smaller feature share (--feature-share 0.1)")
+    name = c.get("protocol")
+    shares = (
+        name in registry.protocol_names() and FEATURE_SHARE in registry.protocol_info(name).params
+    )
+    if shares and c.get("feature_share", FEATURE_SHARE.default) > FEATURE_SHARE.default:
+        tries.append(f"a smaller feature share (--feature-share {FEATURE_SHARE.default:g})")
     if c.get("protocol") == "features-only" and c.get("feature_share", 1.0) < 1.0:
         tries.append("--feature-share 1 (features-only spends only that share of ε)")
     lr = float(c.get("lr", 0.01))

@@ -256,7 +256,8 @@ EDGE_CASES = [
 def test_blink_edge_only_equals_dense(variant, eps, share, drop):
     g = random_graph(70, 12, seed=int(eps * 10 + share * 100))
     name = f"blink-{variant}"
-    proto = make_protocol(name, epsilon=eps, degree_share=share, min_weight=0.01)
+    soft = {"min_weight": 0.01} if variant == "soft" else {}
+    proto = make_protocol(name, epsilon=eps, degree_share=share, **soft)
     result = collect(proto, g, seed=7, drop=drop)
     cur = CuratorView(g.num_nodes, g.num_features, public_features=g.x)
     release = proto.server_step(0, result, cur, seed=7)
@@ -401,7 +402,7 @@ def test_hybrid_ties_at_the_threshold_are_all_kept():
     ],
 )
 def test_config_round_trip(name, params):
-    proto = make_protocol(name, epsilon=5.0, tau=0.5, **params)
+    proto = make_protocol(name, epsilon=5.0, **params)
     again = protocol_from_config({**proto.config(), "op": "report", "round": 0})
     assert again.config() == proto.config()
     assert again.params == proto.params

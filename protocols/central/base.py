@@ -51,6 +51,7 @@ class CentralStrategy(LdpProtocol):
 
     rounds = 1
     raw_upload = True
+    privacy_model = "central"
     #: What :meth:`release` returns (``graph``, ``model`` or ``graphs``).
     kind: str = "graph"
 

@@ -64,8 +64,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..accounting import ACCOUNTANT, bit_part, unit_summary
-from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    STEPS,
+    CuratorView,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
 from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..params import Param
+from ..registry import register
 from ..rng import DEGREE, node_rng
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
@@ -73,6 +83,53 @@ from .hogs import FR_THRESHOLD, reconstruct_features
 from .node_reports import noisy_features, noisy_row
 
 VARIANTS = ("hard", "soft", "hybrid")
+
+DEGREE_SHARE = Param(
+    "degree_share",
+    float,
+    0.1,
+    "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, "
+    "no adjacency report)",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+)
+MIN_WEIGHT = Param(
+    "min_weight",
+    float,
+    1e-3,
+    "soft variant: keeps the pairs with posterior P_ij >= this weight",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+    server_side=True,
+)
+VARIANT = Param(
+    "variant",
+    str,
+    "hard",
+    "how the posterior becomes edges: hard (P > 0.5), soft (weighted by P), hybrid",
+    choices=VARIANTS,
+    server_side=True,
+)
+SHARE1 = Param(
+    "share1",
+    float,
+    0.0,
+    "FP-BLink's δ1 (0: 1 − feature-share): ε_f = (1 − δ1)ε",
+    low=0.0,
+    high=1.0,
+)
+SHARE2 = Param(
+    "share2",
+    float,
+    0.0,
+    "FP-BLink's δ2 (0: 1 − degree-share): ε_a = δ1·δ2·ε, ε_d = δ1(1 − δ2)ε",
+    low=0.0,
+    high=1.0,
+)
+_PRIVATE_FEATURES = (EPSILON, FEATURE_SHARE, DEGREE_SHARE, STEPS, VARIANT, MIN_WEIGHT)
 #: The β-model fit: Blink_GNN's 200 Jacobi iterations, stopped early once max|Δβ| < tol.
 BETA_MAX_ITER = 200
 BETA_TOL = 1e-6
@@ -426,12 +483,12 @@ class BlinkParams:
     """
 
     epsilon: float
-    degree_share: float = 0.1
+    degree_share: float = DEGREE_SHARE.default
     feature_share: float = 0.0
     public_features: bool = True
-    variant: str = "hard"
-    steps: int = 1
-    min_weight: float = 1e-3
+    variant: str = VARIANT.default
+    steps: int = STEPS.default
+    min_weight: float = MIN_WEIGHT.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -477,6 +534,34 @@ class BlinkParams:
         return (1.0 - self.degree_share) * self.eps_graph
 
 
+@register(
+    "blink-hard",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
+)
+@register(
+    "blink-soft",
+    params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
+    public_features=True,
+    summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
+)
+@register(
+    "blink-hybrid",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
+)
+@register(
+    "fp-blink",
+    params=(*_PRIVATE_FEATURES, SHARE1, SHARE2),
+    summary="FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
+)
+@register(
+    "blink-fr",
+    params=_PRIVATE_FEATURES,
+    summary="ablation BLink + FR: Blink topology + HoGS feature reconstruction",
+)
 class BlinkProtocol(LdpProtocol):
     """``blink-hard|soft|hybrid`` (edge LDP, public features), ``fp-blink`` and ``blink-fr``
     (edge LDP + feature LDP, HoGS feature reconstruction on Blink's posterior).
@@ -488,6 +573,35 @@ class BlinkProtocol(LdpProtocol):
     """
 
     rounds = 1
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> BlinkProtocol:
+        epsilon, degree_share = params["epsilon"], params["degree_share"]
+        if name not in ("fp-blink", "blink-fr"):
+            variant = name.removeprefix("blink-")
+            min_weight = params.get("min_weight", MIN_WEIGHT.default)
+            blink = BlinkParams(epsilon, degree_share, variant=variant, min_weight=min_weight)
+            return cls(blink, name)
+        feature_share = params["feature_share"]
+        shares = None
+        if name == "fp-blink":
+            # FP-BLink (HoGS paper): ε_d = δ1(1−δ2)ε, ε_a = δ1δ2ε, ε_f = (1−δ1)ε, with
+            # δ1 = share1 and δ2 = share2; at 0 the run's feature_share and degree_share decide.
+            shares = (
+                params["share1"] or 1.0 - feature_share,
+                params["share2"] or 1.0 - degree_share,
+            )
+            feature_share, degree_share = 1.0 - shares[0], 1.0 - shares[1]
+        blink = BlinkParams(
+            epsilon,
+            degree_share=degree_share,
+            feature_share=feature_share,
+            public_features=False,
+            variant=params["variant"],
+            steps=params["steps"],
+            min_weight=params["min_weight"],
+        )
+        return cls(blink, name, shares)
 
     def __init__(
         self,

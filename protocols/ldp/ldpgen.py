@@ -59,9 +59,19 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, unit_summary
-from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    STEPS,
+    CuratorView,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
 from ..graph import canonical_edges
 from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..params import Param
+from ..registry import register
 from ..rng import DEGREE, node_rng, stage_rng
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import feature_reports
@@ -345,18 +355,41 @@ def sample_chung_lu(
 # ----------------------------------------------------------------------------- protocol
 
 
+K0 = Param("k0", int, 2, "groups of the initial random partition", low=1, high=MAX_GROUPS)
+K1 = Param("k1", int, 0, "groups after clustering (0: LDPGen's rule)", low=0)
+PHASE_SHARE = Param(
+    "phase_share",
+    float,
+    0.5,
+    "share of the graph budget spent in the first round",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+)
+GENERATOR = Param(
+    "generator",
+    str,
+    "blinkgnn",
+    "graph generator on the estimated blocks: " + ", ".join(GENERATORS),
+    choices=GENERATORS,
+    server_side=True,
+)
+_PARAMS = (EPSILON, K0, K1, PHASE_SHARE, GENERATOR)
+
+
 @dataclass(frozen=True)
 class LdpGenParams:
     """LDPGen parameters (see the module docstring for the budget split)."""
 
     epsilon: float
-    feature_share: float = 0.5
+    feature_share: float = FEATURE_SHARE.default
     public_features: bool = True
-    k0: int = 2
-    k1: int = 0  # 0: Blink_GNN's rule
-    phase_share: float = 0.5
-    generator: str = "blinkgnn"
-    steps: int = 1
+    k0: int = K0.default
+    k1: int = K1.default  # 0: Blink_GNN's rule
+    phase_share: float = PHASE_SHARE.default
+    generator: str = GENERATOR.default
+    steps: int = STEPS.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -396,10 +429,27 @@ class LdpGenParams:
         return 0.0 if self.public_features else self.epsilon - self.eps_graph
 
 
+@register(
+    "ldpgen",
+    params=_PARAMS,
+    public_features=True,
+    summary="LDPGen (Blink_GNN's version): 2 rounds of discrete-Laplace degree vectors, "
+    "k-means, block generator; features public",
+)
+@register(
+    "fp-ldpgen",
+    params=(*_PARAMS, FEATURE_SHARE, STEPS),
+    summary="FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
+    "reconstruction",
+)
 class LdpGenProtocol(LdpProtocol):
     """``ldpgen`` (edge LDP, public features) and ``fp-ldpgen`` (plus 1-bit features)."""
 
     rounds = 2
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> LdpGenProtocol:
+        return cls(LdpGenParams(public_features=name == "ldpgen", **params))
 
     def __init__(self, params: LdpGenParams) -> None:
         self.params = params

@@ -28,13 +28,24 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
-from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ..graph import canonical_edges
+from ..params import Param
+from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .node_reports import noisy_features, noisy_row
 
 COMBINE = ("or", "and", "lower")
+COMBINE_PARAM = Param(
+    "combine",
+    str,
+    "or",
+    "how the two reported bits of a pair make an edge: or (either), and (both), lower (the "
+    "lower-id endpoint's)",
+    choices=COMBINE,
+    server_side=True,
+)
 
 
 @dataclass(frozen=True)
@@ -42,9 +53,9 @@ class RRParams:
     """``feature_share`` is the HoGS paper's δ (ε_f = share·ε); ignored with public features."""
 
     epsilon: float
-    feature_share: float = 0.5
+    feature_share: float = FEATURE_SHARE.default
     public_features: bool = False
-    combine: str = "or"
+    combine: str = COMBINE_PARAM.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -86,10 +97,25 @@ def combine_reports(reported, combine: str) -> np.ndarray:
     return canonical_edges(pairs, n)
 
 
+@register(
+    "rr",
+    params=(EPSILON, FEATURE_SHARE, COMBINE_PARAM),
+    summary="plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
+)
+@register(
+    "rr-edge",
+    params=(EPSILON, COMBINE_PARAM),
+    public_features=True,
+    summary="plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
+)
 class RRProtocol(LdpProtocol):
     """``rr`` (RR adjacency + 1-bit features) and ``rr-edge`` (RR adjacency, public features)."""
 
     rounds = 1
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> RRProtocol:
+        return cls(RRParams(public_features=name == "rr-edge", **params))
 
     def __init__(self, params: RRParams) -> None:
         self.params = params

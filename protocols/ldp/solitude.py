@@ -40,8 +40,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ..graph import canonical_edges
+from ..params import Param
+from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .hogs import HogsParams, HogsProtocol, hogs_privacy_report
@@ -65,6 +67,23 @@ def official_estimator_step(
     return s
 
 
+LX = Param(
+    "lx",
+    int,
+    2,
+    "feature propagation steps (KProp of the 1-bit features over the released graph)",
+    low=0,
+    server_side=True,
+)
+LY = Param("ly", int, 0, "label propagation steps (only 0 is implemented)", low=0, server_side=True)
+
+
+@register(
+    "solitude",
+    params=(EPSILON, FEATURE_SHARE, LX, LY),
+    summary="Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
+    "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
+)
 class SolitudeProtocol(LdpProtocol):
     """Solitude (official-code mode) under HoGS's split: see the module docstring."""
 
@@ -72,7 +91,11 @@ class SolitudeProtocol(LdpProtocol):
     rounds = 1
 
     def __init__(
-        self, epsilon: float, feature_share: float = 0.5, lx: int = 2, ly: int = 0
+        self,
+        epsilon: float,
+        feature_share: float = FEATURE_SHARE.default,
+        lx: int = LX.default,
+        ly: int = LY.default,
     ) -> None:
         if int(lx) != lx or lx < 0:
             raise ValueError(f"lx must be a non-negative integer, got {lx}")
