@@ -44,13 +44,15 @@ class UnknownProtocolError(ValueError):
 @dataclass(frozen=True)
 class ProtocolInfo:
     """What the registry knows of one protocol: its class (or ``"module:Class"`` until first
-    use), its parameters, a one-line summary and whether its server trains on the true
-    features (edge LDP only: the curator view then carries the feature matrix)."""
+    use), its parameters, a one-line summary, the name reports and figures give it (the
+    paper's), and whether its server trains on the true features (edge LDP only: the curator
+    view then carries the feature matrix)."""
 
     name: str
     target: type | str
     params: tuple[Param, ...]
     summary: str = ""
+    label: str = ""
     public_features: bool = False
     runtime: bool = field(default=False, compare=False)
 
@@ -92,6 +94,7 @@ def register(
     *,
     params: Iterable[Param] = (),
     summary: str = "",
+    label: str = "",
     public_features: bool = False,
 ) -> Any:
     """Register protocol ``name``. As a class decorator (``target`` omitted) in a module of
@@ -108,7 +111,8 @@ def register(
         old = _INFOS.get(name)
         if old is not None and _path(old.target) != _path(cls):
             raise ValueError(f"protocol {name!r} is already registered by {_path(old.target)}")
-        _INFOS[name] = ProtocolInfo(name, cls, params, summary, public_features, runtime)
+        info = ProtocolInfo(name, cls, params, summary, label or name, public_features, runtime)
+        _INFOS[name] = info
 
     if target is None:
 
@@ -225,6 +229,36 @@ def server_side_keys() -> tuple[str, ...]:
     """The parameters that some protocol applies on the server only (post-processing of
     reports it already has), sorted: a sweep reuses one collection for all their values."""
     return tuple(sorted(name for name, (p, _) in parameters().items() if p.server_side))
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Protocol ``name`` as plain data (``ldpgraph protocols``): its privacy model (ldp,
+    central or none), the unit its privacy report states at the defaults, its rounds, and each
+    parameter with its type, default, allowed values and help."""
+    info = protocol_info(name)
+    protocol = make_protocol(name)
+    return {
+        "name": name,
+        "label": info.label,
+        "summary": info.summary,
+        "privacy_model": protocol.privacy_model,
+        "privacy_unit": protocol.privacy_report().unit,
+        "rounds": protocol.rounds,
+        "public_features": info.public_features,
+        "raw_upload": protocol.raw_upload,
+        "class": _path(info.target),
+        "params": [
+            {
+                "name": p.name,
+                "type": p.type.__name__,
+                "default": p.default,
+                "allowed": p.allowed,
+                "server_side": p.server_side,
+                "help": p.help,
+            }
+            for p in info.params
+        ],
+    }
 
 
 def make_protocol(name: str, **params: Any) -> LdpProtocol:

@@ -1,5 +1,5 @@
 """The ``ldpgraph`` command: ``run`` one experiment, ``sweep`` an experiment file, list
-``datasets`` and ``results``, build a ``report``."""
+``datasets``, ``protocols`` and ``results``, build a ``report``."""
 
 from __future__ import annotations
 
@@ -213,6 +213,17 @@ def _add_datasets(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only show the documented statistics; load nothing",
     )
+
+
+def _add_protocols(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "protocols",
+        help="list the protocols with their parameters",
+        description="List every registered protocol: LDP or central, the privacy unit its "
+        "report states, and each parameter with its default, allowed values and help "
+        "(server-side parameters are post-processing: a sweep reuses one collection for them).",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _add_results(sub: argparse._SubParsersAction) -> None:
@@ -432,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
+    _add_protocols(sub)
     _add_partition(sub)
     _add_report(sub)
     _add_results(sub)
@@ -683,6 +695,27 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_protocols(args: argparse.Namespace) -> int:
+    rows = [registry.describe(name) for name in registry.protocol_names()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    keys = {f.name for f in fields(RunConfig)}
+    for r in rows:
+        rounds = f", {r['rounds']} rounds" if r["rounds"] != 1 else ""
+        features = ", public features" if r["public_features"] else ""
+        print(f"{r['name']} ({r['privacy_model']}{rounds}{features}): {r['summary']}")
+        print(f"    privacy unit: {r['privacy_unit']}")
+        for p in r["params"]:
+            flag = "--" + p["name"].replace("_", "-") if p["name"] in keys else p["name"]
+            where = " [server-side]" if p["server_side"] else ""
+            print(
+                f"    {flag:<17} {p['type']:<5} default {p['default']!s:<9} {p['allowed']}"
+                f"{where}: {p['help']}"
+            )
+    return 0
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from . import store as st
 
@@ -810,6 +843,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "run": cmd_run,
         "datasets": cmd_datasets,
+        "protocols": cmd_protocols,
         "partition": cmd_partition,
         "results": cmd_results,
         "sweep": cmd_sweep,

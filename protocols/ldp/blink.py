@@ -536,29 +536,34 @@ class BlinkParams:
 
 @register(
     "blink-hard",
+    label="BLink",
     params=(EPSILON, DEGREE_SHARE),
     public_features=True,
     summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
 )
 @register(
     "blink-soft",
+    label="BLink (soft)",
     params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
     public_features=True,
     summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
 )
 @register(
     "blink-hybrid",
+    label="BLink (hybrid)",
     params=(EPSILON, DEGREE_SHARE),
     public_features=True,
     summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
 )
 @register(
     "fp-blink",
+    label="FP-BLink",
     params=(*_PRIVATE_FEATURES, SHARE1, SHARE2),
     summary="FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
 )
 @register(
     "blink-fr",
+    label="BLink + FR",
     params=_PRIVATE_FEATURES,
     summary="ablation BLink + FR: Blink topology + HoGS feature reconstruction",
 )

@@ -17,7 +17,11 @@ from .assemble import adjacency_reports, feature_reports
 from .node_reports import noisy_features
 
 
-@register("none", summary="non-private: the original graph and features (upper bound)")
+@register(
+    "none",
+    label="non-private",
+    summary="non-private: the original graph and features (upper bound)",
+)
 class NonPrivate(LdpProtocol):
     """``none``: nodes upload their true row and features (ε = ∞). Only nodes that trust the
     curator take part; the release is the original graph (the upper bound in every figure)."""
@@ -86,6 +90,7 @@ class NonPrivate(LdpProtocol):
 
 @register(
     "features-only",
+    label="MLP floor",
     params=(
         EPSILON,
         FEATURE_SHARE.but(

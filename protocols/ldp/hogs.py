@@ -312,11 +312,13 @@ class HogsParams:
 
 @register(
     "hogs",
+    label="HoGS",
     params=(EPSILON, FEATURE_SHARE, TAU, STEPS),
     summary="HoGS: edge LDP + feature LDP, homophily-based reconstruction",
 )
 @register(
     "hogs-edge",
+    label="HoGS",
     params=(EPSILON, TAU),
     public_features=True,
     summary="HoGS with edge LDP only; features public (Table III)",

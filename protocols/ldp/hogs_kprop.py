@@ -55,6 +55,7 @@ KPROP_ISOLATED = Param(
 
 @register(
     "hogs-kprop",
+    label="TR + KProp",
     params=(EPSILON, FEATURE_SHARE, TAU, KPROP_K, KPROP_NORM, KPROP_ISOLATED),
     summary="ablation TR + KProp: HoGS topology + KProp (kprop_k steps) of the 1-bit features",
 )

@@ -431,6 +431,7 @@ class LdpGenParams:
 
 @register(
     "ldpgen",
+    label="LDPGen",
     params=_PARAMS,
     public_features=True,
     summary="LDPGen (Blink_GNN's version): 2 rounds of discrete-Laplace degree vectors, "
@@ -438,6 +439,7 @@ class LdpGenParams:
 )
 @register(
     "fp-ldpgen",
+    label="FP-LDPGen",
     params=(*_PARAMS, FEATURE_SHARE, STEPS),
     summary="FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
     "reconstruction",

@@ -99,6 +99,7 @@ def combine_reports(reported, combine: str) -> np.ndarray:
 
 @register(
     "rr",
+    label="RR",
     params=(EPSILON, FEATURE_SHARE, COMBINE_PARAM),
     summary="plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
 )

@@ -80,6 +80,7 @@ LY = Param("ly", int, 0, "label propagation steps (only 0 is implemented)", low=
 
 @register(
     "solitude",
+    label="Solitude",
     params=(EPSILON, FEATURE_SHARE, LX, LY),
     summary="Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
     "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
