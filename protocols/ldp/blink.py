@@ -1,30 +1,30 @@
 """BLink (Zhu, Tan, Xiao, CCS'23) and its HoGS-paper variants FP-BLink and "BLink + FR".
 
-Client (specs/baselines.md §4.1): node i sends its adjacency row through Warner RR with ε_a
-(diagonal never reported) and its degree plus discrete Laplace noise at ε_d (an integer, P[k] ∝
-e^{−ε_d|k|}; deviation: Blink adds real-valued Lap(0, 1/ε_d), which on a float is not ε-DP as
-implemented, see :mod:`ldpgraph.protocols.laplace`), with ε_d = degree_share·ε_g and
-ε_a = (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is the budget of the graph:
-ε itself when features are public (``blink-*``), (1 − feature_share)·ε when they are private
-(``fp-blink``, ``blink-fr``; then the node also sends its features through HoGS's 1-bit
-mechanism with ε_f = feature_share·ε, ``feature_share`` being HoGS's δ).
+Client (Blink's official code, github.com/zhxchd/Blink_GNN): node i sends its adjacency row through
+Warner RR with ε_a (diagonal never reported) and its degree plus discrete Laplace noise at ε_d (an
+integer, P[k] ∝ e^{−ε_d|k|}; deviation: Blink adds real-valued Lap(0, 1/ε_d), which on a float is
+not ε-DP as implemented, see :mod:`ldpgraph.protocols.laplace`), with ε_d = degree_share·ε_g and ε_a
+= (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is the budget of the graph: ε itself
+when features are public (``blink-*``), (1 − feature_share)·ε when they are private (``fp-blink``,
+``blink-fr``; then the node also sends its features through HoGS's 1-bit mechanism with ε_f =
+feature_share·ε, ``feature_share`` being HoGS's δ).
 
-Server (§4.2–4.5):
+Server (the same code):
   A. clamp every noisy degree d̃_i to [1, n − 2];
   B. fit the β-model π_ij = σ(β_i + β_j) by Blink's Jacobi fixed point
      β_i ← log d̃_i − log Σ_{j≠i} 1/(e^{β_i} + e^{−β_j}) from β = 0, stopping when
      max|Δβ| < 1e-6 or after 200 iterations (the spec's rule; Blink_GNN always runs 200, and on
      real graphs the iteration is still moving at 200, so the cap is what decides);
   C. posterior P_ij = σ(β_i + β_j + 2ε_a(x_ij − 1)) with x_ij = Ã_ij + Ã_ji, the logit form of
-     the Bayes rule with the likelihoods of §1.1;
+     the Bayes rule with the likelihoods of Warner RR;
   D. the graph: ``hard`` keeps {P_ij > 0.5} unweighted; ``hybrid`` keeps the entries of P that
      are ≥ t, the K-th largest of the n² entries with K = ⌊Σ_{i,j} P_ij⌋ (ordered pairs; ties at t
      kept; K = 0 gives no edge), weighted by P; ``soft`` is the dense P in the paper (every pair
      weighted): here it keeps every pair with P_ij ≥ ``min_weight`` (default 1e-3), weighted by
      P, and reports the weight it drops (see below).
   E. (private features only) HoGS's feature reconstruction (Algorithm 3) with Blink's posterior
-     as link weights: V_i = {j : P_ij ≥ 0.5}, ``steps`` passes (baselines.md §5.2), reusing
-     :func:`ldpgraph.protocols.ldp.hogs.reconstruct_features`.
+     as link weights: V_i = {j : P_ij ≥ 0.5}, ``steps`` passes (FP-BLink as the HoGS paper
+     defines it, Section V), reusing :func:`ldpgraph.protocols.ldp.hogs.reconstruct_features`.
 
 Nodes that did not reply. Their pairs keep the likelihood of the bits that did arrive (each
 observed bit multiplies the odds by e^{±ε_a}, as HoGS's generalised likelihood does), and their

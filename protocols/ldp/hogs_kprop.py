@@ -1,5 +1,6 @@
-"""``hogs-kprop``: the HoGS ablation "TR + KProp (K = 1, 2)" (specs/003-hogs.md §5,
-specs/baselines.md §8.4).
+"""``hogs-kprop``: the HoGS ablation "TR + KProp (K = 1, 2)" (the HoGS paper, Xu et al.,
+Section V, ablation study; KProp from LPGNN, Sajadmanesh & Gatica-Perez, CCS'21, official code
+github.com/sisaman/LPGNN).
 
 Clients run HoGS's client step unchanged (RR row with ε_a = (1−share)·ε, 1-bit features with
 ε_f = share·ε). The server runs HoGS's topology reconstruction (TR) unchanged (edges where

@@ -1,6 +1,7 @@
 """LDPGen (Qin et al., CCS'17) as Blink_GNN implements it, and HoGS's FP-LDPGen.
 
-specs/baselines.md §6. Two reporting rounds, each followed by a server step:
+Following Blink_GNN's code (github.com/zhxchd/Blink_GNN). Two reporting rounds, each followed
+by a server step:
 
 Round 0 (phase 1). The initial partition ξ0 puts every node in one of ``k0`` groups uniformly
 at random (Blink_GNN: k0 = 2, a fair coin); it is public and derived from the run seed
@@ -35,10 +36,11 @@ the generator (phase 3, post-processing):
      (unordered pairs within a block), endpoints drawn ∝ δ̂, self-pairs and duplicates dropped.
 For ``fp-ldpgen`` the server then runs HoGS's feature reconstruction (Algorithm 3, ``steps``
 passes) on the reported bits X̃ with the sampled graph as P (weight 1, symmetrised): X̂_u is the
-mean X̃ over u's sampled neighbours, X̃_u when it has none (spec §6.6). ``ldpgen`` trains on the
+mean X̃ over u's sampled neighbours, X̃_u when it has none (our choice: the HoGS paper, Section V,
+does not say). ``ldpgen`` trains on the
 public features.
 
-Budget (spec §6.1, §6.6): ε_g = ε for ``ldpgen`` and (1 − feature_share)·ε for ``fp-ldpgen``;
+Budget: ε_g = ε for ``ldpgen`` and (1 − feature_share)·ε for ``fp-ldpgen``;
 ε1 = phase_share·ε_g, ε2 = (1 − phase_share)·ε_g (default phase_share = ½, Blink_GNN's even
 split); ε_f = feature_share·ε. round_epsilon(0) = ε1 (+ ε_f), round_epsilon(1) = ε2; they sum
 to ε. One changed adjacency bit A_uj moves exactly one entry of a degree vector by 1 (L1

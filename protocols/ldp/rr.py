@@ -1,19 +1,21 @@
 """Plain randomized response: the noisy graph as it is, with no denoising.
 
-``rr-edge`` is the RR baseline of specs/baselines.md §3 (Blink_GNN's "RR"): each node reports
+``rr-edge`` is the "RR" baseline of Blink's official code (github.com/zhxchd/Blink_GNN, the
+code of Zhu, Tan, Xiao, CCS'23): each node reports
 its adjacency row through Warner RR with the whole ε (diagonal never reported) and the GNN
 trains on the public, true features.
 
-``rr`` is the same with HoGS's dual-privacy split (spec 003 §1, baselines.md §1.3): ε_a =
+``rr`` is the same with HoGS's dual-privacy split (the HoGS paper, Xu et al., Section III-B,
+Information Collection): ε_a =
 (1 − feature_share)·ε on the adjacency row and ε_f = feature_share·ε per feature bit through
 the 1-bit mechanism; the server keeps the raw noisy bits as the features (no reconstruction).
 ``feature_share`` is the HoGS paper's δ.
 
-Symmetrisation. Blink_GNN trains on the reported ones as a *directed* edge list (baselines.md
-§3.1); a :class:`Release` is undirected, so the server combines the two reports about a pair:
+Symmetrisation. Blink_GNN trains on the reported ones as a *directed* edge list; a
+:class:`Release` is undirected, so the server combines the two reports about a pair:
 ``combine="or"`` (default; an edge if either endpoint reported it: the undirected version of
 the directed RR graph, doubling the false-positive rate), ``"and"`` (both reported it; squares
-the keep probability) or ``"lower"`` (SymRR, baselines.md §3.2 without the repo's +1 offset: the
+the keep probability) or ``"lower"`` (Blink_GNN's SymRR without its +1 offset: the
 pair {i, j} takes the report of the node with the larger id). A node that did not reply has no
 report: under "or" its pairs rest on the other endpoint's bit, under "and" they are never
 edges, under "lower" they are edges iff the larger-id endpoint (if present) reported them.
