@@ -18,9 +18,7 @@ from ldpgraph.protocols.ldp.ldpgen import (
     LdpGenProtocol,
     block_factors,
     choose_k1,
-    chung_lu_expected,
     encode_groups,
-    expected_directed_counts,
     group_degrees,
     initial_partition,
     kmeans,
@@ -37,11 +35,13 @@ from ldpgraph.simulation.datasets import load_dataset
 
 from .reference_ldpgen import (
     block_sums,
+    chung_lu_expected,
     dense_block_factors,
     dense_chung_lu_expected,
     dense_group_degrees,
     dense_probabilities,
     dense_reexpress,
+    expected_directed_counts,
 )
 
 Z999 = 3.2905  # two-sided 99.9% normal quantile

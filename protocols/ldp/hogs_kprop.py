@@ -30,9 +30,6 @@ from ..types import Release
 from .hogs import TAU, HogsParams, HogsProtocol
 from .kprop import ISOLATED, NORMS, kprop
 
-#: The K values of the paper's ablation.
-PAPER_K = (1, 2)
-
 KPROP_K = Param(
     "kprop_k", int, 1, "KProp steps K over the reconstructed graph", low=0, server_side=True
 )

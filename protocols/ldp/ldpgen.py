@@ -212,15 +212,6 @@ def out_probabilities(dhat: np.ndarray, groups: np.ndarray, m: np.ndarray) -> np
     return np.clip(dhat * m[groups], 0.0, 1.0)
 
 
-def expected_directed_counts(q: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-    """E[#sampled ordered edges from C_a to C_b] = Σ_{u∈C_a} q_ub·|C_b \\ {u}|."""
-    sizes = np.bincount(groups, minlength=k).astype(np.float64)
-    pool = sizes[None, :] - (groups[:, None] == np.arange(k)[None, :])
-    out = np.zeros((k, k))
-    np.add.at(out, groups, q * pool)
-    return out
-
-
 def sample_distinct(
     counts: np.ndarray, pools: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -294,26 +285,6 @@ def sample_directed(
     if not parts:
         return np.zeros((0, 2), dtype=np.int64)
     return np.concatenate(parts).astype(np.int64)
-
-
-def chung_lu_expected(dhat: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-    """Expected number of endpoint pairs per block pair a ≤ b of the symmetric generator (before
-    duplicates collapse): W_a·W_b/Ê_ab for a < b (W_a = Σ_{u∈C_a} δ̂_u[b], W_b = Σ_{v∈C_b} δ̂_v[a],
-    Ê_ab = (W_a + W_b)/2) and (W_a² − Σ_u δ̂_u[a]²)/(2W_a) within C_a. Upper triangle only."""
-    t = np.zeros((k, k))
-    np.add.at(t, groups, dhat)  # t[a, b] = Σ_{u∈C_a} δ̂_u[b]
-    sq = np.zeros(k)
-    np.add.at(sq, groups, dhat[np.arange(groups.shape[0]), groups] ** 2)
-    out = np.zeros((k, k))
-    for a in range(k):
-        for b in range(a, k):
-            if a == b:
-                w = t[a, a]
-                out[a, a] = (w * w - sq[a]) / (2.0 * w) if w > 0 else 0.0
-            else:
-                wa, wb = t[a, b], t[b, a]
-                out[a, b] = 2.0 * wa * wb / (wa + wb) if wa + wb > 0 else 0.0
-    return out
 
 
 def sample_chung_lu(
