@@ -150,7 +150,7 @@ def builtin_paths() -> dict[str, str]:
             module = f"{package}.{mod.name}"
             mod_spec = mod.module_finder.find_spec(module)  # type: ignore[call-arg]
             source = mod_spec.loader.get_source(module) if mod_spec and mod_spec.loader else None
-            if source is None:
+            if source is None or "@register(" not in source:
                 continue
             for node in ast.walk(ast.parse(source)):
                 if isinstance(node, ast.ClassDef):
