@@ -121,6 +121,8 @@ def register(
             return cls
 
         return decorate
+    if name in builtin_paths():
+        raise ValueError(f"protocol {name!r} is built in ({builtin_paths()[name]})")
     add(target, runtime=True)
     return target
 

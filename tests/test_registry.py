@@ -258,6 +258,8 @@ def test_runtime_registration_and_unregister(toys):
     assert protocol_from_config(proto.config()).name == "none"
     with pytest.raises(ValueError, match="already registered"):
         registry.register("toy-degree", "tests.support.toy_central:ToyMajority")
+    with pytest.raises(ValueError, match="built in"):
+        registry.register("hogs", ToyDegreeGraph, params=(EPSILON,))
     with pytest.raises(KeyError):
         registry.unregister("hogs")  # built-in protocols stay
     # A central strategy uploads raw data: the consent check covers it like `none`.
