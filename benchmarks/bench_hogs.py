@@ -56,7 +56,7 @@ def stage(record: dict, name: str):
 
 def one(n: int, args: argparse.Namespace) -> dict:
     from ldpgraph.protocols.base import CuratorView
-    from ldpgraph.protocols.hogs import HogsParams, HogsProtocol
+    from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
     from ldpgraph.simulation.backends.local import collect_round
     from ldpgraph.simulation.datasets import load_dataset
 

@@ -8,7 +8,45 @@ from typing import Any
 
 import numpy as np
 
+from .params import Param
 from .types import NodeView, PrivacyReport, Release, Report
+
+#: The largest ε a run accepts. From ε ≈ 40 on randomized response flips a bit with probability
+#: e^-ε < 1e-17 (no noise left to measure), and from ε ≈ 710 e^ε overflows a float.
+MAX_EPSILON = 100.0
+
+# Parameters several protocols share (a protocol may narrow one with ``Param.but``).
+EPSILON = Param(
+    "epsilon",
+    float,
+    8.0,
+    "total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)",
+    low=0.0,
+    low_open=True,
+    high=MAX_EPSILON,
+)
+#: HoGS's δ. 0.1 won the reproduction's δ sweeps (docs/reproduction, Fig. 8); the former 0.5
+#: collapsed to the majority class at ε <= 6.
+FEATURE_SHARE = Param(
+    "feature_share",
+    float,
+    0.1,
+    "share of ε spent on features (the HoGS paper's δ): ε_f = share·ε, ε_a = (1 − share)·ε; "
+    "0.1 won the reproduction's δ sweeps (Cora, CiteSeer, Facebook)",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+)
+STEPS = Param(
+    "steps",
+    int,
+    1,
+    "feature reconstruction steps l (HoGS's averaging over the reconstructed graph; 0 keeps "
+    "the noisy features)",
+    low=0,
+    server_side=True,
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +123,15 @@ class LdpProtocol(ABC):
     rounds: int = 1
     #: True for protocols that upload raw data (only to a curator the node trusts).
     raw_upload: bool = False
+    #: The privacy model: "ldp" (nodes perturb), "central" (a trusted curator's mechanism on
+    #: the raw upload) or "none" (the non-private bound).
+    privacy_model: str = "ldp"
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> LdpProtocol:
+        """Build from the registry's checked parameters; ``name`` is the registered name (a
+        class registered under several names tells them apart by it)."""
+        return cls(**params)
 
     @abstractmethod
     def config(self) -> dict[str, Any]:

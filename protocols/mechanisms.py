@@ -9,7 +9,6 @@ import path.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,32 +119,3 @@ class OneBit:
         """One node's noisy bit vector (uint8), one uniform draw per feature."""
         prob = self.probability(x)
         return (rng.random(prob.shape[0]) < prob).astype(np.uint8)
-
-
-def perturb_rows_batch(
-    mechanism: RandomizedResponse,
-    rows: Sequence[np.ndarray],
-    length: int,
-    rngs: Sequence[np.random.Generator],
-    exclude: Sequence[int] | None = None,
-) -> list[np.ndarray]:
-    """:meth:`RandomizedResponse.perturb_row` for many nodes, one generator per node."""
-    if exclude is None:
-        return [mechanism.perturb_row(r, length, g) for r, g in zip(rows, rngs, strict=True)]
-    return [
-        mechanism.perturb_row(r, length, g, exclude=e)
-        for r, g, e in zip(rows, rngs, exclude, strict=True)
-    ]
-
-
-def perturb_features_batch(
-    mechanism: OneBit, x: np.ndarray, rngs: Sequence[np.random.Generator]
-) -> np.ndarray:
-    """:meth:`OneBit.perturb` for every row of x, one generator per row."""
-    x = np.asarray(x)
-    if x.shape[0] != len(rngs):
-        raise ValueError("one generator per row is required")
-    out = np.empty(x.shape, dtype=np.uint8)
-    for i, g in enumerate(rngs):
-        out[i] = mechanism.perturb(x[i], g)
-    return out

@@ -1,4 +1,5 @@
-"""LPGNN's multi-bit feature mechanism (Sajadmanesh & Gatica-Perez, CCS'21); baselines.md §1.4.
+"""LPGNN's multi-bit feature mechanism (Sajadmanesh & Gatica-Perez, CCS'21;
+official code github.com/sisaman/LPGNN).
 
 Client, for a feature vector x ∈ [α, β]^d and a budget ε for the WHOLE vector:
 
@@ -22,7 +23,6 @@ uses one generator per node and gives exactly the reports the nodes would produc
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,19 +129,6 @@ class MultiBit:
         d = x.shape[-1]
         lo, hi = self.domain
         return self.scale(d) ** 2 * self.sampled(d) / d - (x - (lo + hi) / 2.0) ** 2
-
-
-def perturb_multibit_batch(
-    mechanism: MultiBit, x: np.ndarray, rngs: Sequence[np.random.Generator]
-) -> np.ndarray:
-    """:meth:`MultiBit.perturb` for every row of x, one generator per row (node)."""
-    x = np.asarray(x)
-    if x.shape[0] != len(rngs):
-        raise ValueError("one generator per row is required")
-    out = np.empty(x.shape, dtype=np.float32)
-    for i, g in enumerate(rngs):
-        out[i] = mechanism.perturb(x[i], g)
-    return out
 
 
 def multibit_privacy_part(mechanism: MultiBit, d: int) -> dict[str, Any]:

@@ -1,164 +1,283 @@
-"""Protocol names → classes, and rebuilding a protocol from its flat config (the round
-message a node receives). numpy only: the client imports this."""
+"""Protocol names → classes, each protocol's declared parameters, and rebuilding a protocol from
+the flat config a node receives in its round message.
+
+A protocol module declares itself once, on its class::
+
+    @register("hogs", params=(EPSILON, FEATURE_SHARE, TAU, STEPS), summary="HoGS: …")
+    class HogsProtocol(LdpProtocol): ...
+
+Nothing here imports a protocol module until that protocol is used: the names are found by
+reading the ``@register("name", …)`` decorators in the sources of :data:`PACKAGES` (pkgutil +
+ast, no import), so a node that runs ``hogs`` imports ``ldp.hogs`` and nothing else — never
+torch, never a central strategy. Tests and plug-ins register at runtime with
+``register(name, cls_or_path, params=…)`` and remove it again with :func:`unregister`.
+
+Standard library only: the client imports this.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import ast
+import difflib
+import functools
+import importlib
+import importlib.util
+import pkgutil
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from .base import LdpProtocol
-from .blink import BlinkParams, BlinkProtocol
-from .floors import FeaturesOnly, NonPrivate
-from .hogs import HogsParams, HogsProtocol
-from .hogs_kprop import HogsKpropProtocol
-from .ldpgen import LdpGenParams, LdpGenProtocol
-from .rr import RRParams, RRProtocol
-from .solitude import SolitudeProtocol
+from .params import Param, ProtocolParameterError
 
-PROTOCOLS: dict[str, str] = {
-    "hogs": "HoGS: edge LDP + feature LDP, homophily-based reconstruction",
-    "hogs-edge": "HoGS with edge LDP only; features public (Table III)",
-    "none": "non-private: the original graph and features (upper bound)",
-    "features-only": "feature-only floor: 1-bit features, no edges (train with --model mlp)",
-    "rr": "plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
-    "rr-edge": "plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
-    "blink-hard": "Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
-    "blink-soft": "Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
-    "blink-hybrid": "Blink hybrid: the floor(sum P) largest posteriors, weighted",
-    "fp-blink": "FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
-    "blink-fr": "ablation BLink + FR: Blink topology + HoGS feature reconstruction",
-    "ldpgen": "LDPGen (Blink_GNN's version): 2 rounds of discrete-Laplace degree vectors, "
-    "k-means, block generator; features public",
-    "fp-ldpgen": "FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
-    "reconstruction",
-    "hogs-kprop": "ablation TR + KProp: HoGS topology + KProp (kprop_k steps) of the 1-bit "
-    "features",
-    "solitude": "Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
-    "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
-}
+if TYPE_CHECKING:
+    from .base import LdpProtocol
 
-#: Protocols whose server trains on the true features (edge LDP only): the curator view of
-#: these carries the feature matrix.
-PUBLIC_FEATURES = frozenset(
-    {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
-)
-
-#: Default share of the graph budget spent on the noisy degree (Blink's δ).
-DEFAULT_DEGREE_SHARE = 0.1
+#: The packages whose modules register the built-in protocols.
+PACKAGES = ("ldpgraph.protocols.ldp", "ldpgraph.protocols.central")
 
 
 class UnknownProtocolError(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class ProtocolInfo:
+    """What the registry knows of one protocol: its class (or ``"module:Class"`` until first
+    use), its parameters, a one-line summary, the name reports and figures give it (the
+    paper's), and whether its server trains on the true features (edge LDP only: the curator
+    view then carries the feature matrix)."""
+
+    name: str
+    target: type | str
+    params: tuple[Param, ...]
+    summary: str = ""
+    label: str = ""
+    public_features: bool = False
+    runtime: bool = field(default=False, compare=False)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def resolve(self) -> type[LdpProtocol]:
+        """The protocol class (imported now if registered by path)."""
+        if isinstance(self.target, str):
+            module, _, qualname = self.target.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+            return obj
+        return self.target
+
+    def check(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Every declared parameter, checked: the given value or the default. An undeclared
+        key is an error that names the accepted keys and the closest one."""
+        known = self.param_names
+        for key in params:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ProtocolParameterError(
+                    f"protocol {self.name!r} has no parameter {key!r}{hint}; it accepts: "
+                    + (", ".join(known) or "none")
+                )
+        return {p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params}
+
+
+_INFOS: dict[str, ProtocolInfo] = {}
+
+
+def register(
+    name: str,
+    target: type | str | None = None,
+    *,
+    params: Iterable[Param] = (),
+    summary: str = "",
+    label: str = "",
+    public_features: bool = False,
+) -> Any:
+    """Register protocol ``name``. As a class decorator (``target`` omitted) in a module of
+    :data:`PACKAGES`, or at runtime with the class or its ``"module:Class"`` path (a test's or
+    a plug-in's protocol; :func:`unregister` removes it). The class (an
+    :class:`~ldpgraph.protocols.base.LdpProtocol`) is built with
+    ``cls.from_params(name, **checked_params)``."""
+    params = tuple(params)
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise ValueError(f"protocol {name!r} declares a parameter twice: {names}")
+
+    def add(cls: type | str, runtime: bool) -> None:
+        old = _INFOS.get(name)
+        if old is not None and _path(old.target) != _path(cls):
+            raise ValueError(f"protocol {name!r} is already registered by {_path(old.target)}")
+        info = ProtocolInfo(name, cls, params, summary, label or name, public_features, runtime)
+        _INFOS[name] = info
+
+    if target is None:
+
+        def decorate(cls: type) -> type:
+            add(cls, runtime=False)
+            return cls
+
+        return decorate
+    if name in builtin_paths():
+        raise ValueError(f"protocol {name!r} is built in ({builtin_paths()[name]})")
+    add(target, runtime=True)
+    return target
+
+
+def unregister(name: str) -> None:
+    """Remove a protocol registered at runtime (test cleanup)."""
+    info = _INFOS.get(name)
+    if info is None or not info.runtime:
+        raise KeyError(f"{name!r} is not a protocol registered at runtime")
+    del _INFOS[name]
+
+
+def _path(target: type | str) -> str:
+    return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+
+
+@functools.cache
+def builtin_paths() -> dict[str, str]:
+    """``name -> "module:Class"`` of every ``@register("name", …)`` class decorator in the
+    modules of :data:`PACKAGES`, read from their sources without importing them."""
+    found: dict[str, str] = {}
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.submodule_search_locations is None:
+            continue
+        for mod in sorted(pkgutil.iter_modules(spec.submodule_search_locations)):
+            module = f"{package}.{mod.name}"
+            mod_spec = mod.module_finder.find_spec(module)  # type: ignore[call-arg]
+            source = mod_spec.loader.get_source(module) if mod_spec and mod_spec.loader else None
+            if source is None or "@register(" not in source:
+                continue
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ClassDef):
+                    for registered in _registered_names(node.decorator_list):
+                        found[registered] = f"{module}:{node.name}"
+    return found
+
+
+def _registered_names(decorators: list[ast.expr]) -> Iterable[str]:
+    for deco in decorators:
+        if (
+            isinstance(deco, ast.Call)
+            and isinstance(deco.func, ast.Name)
+            and deco.func.id == "register"
+            and deco.args
+            and isinstance(deco.args[0], ast.Constant)
+            and isinstance(deco.args[0].value, str)
+        ):
+            yield deco.args[0].value
+
+
+def protocol_names() -> list[str]:
+    """Every protocol's name: the built-in ones (in module order), then those registered at
+    runtime."""
+    return list(dict.fromkeys([*builtin_paths(), *_INFOS]))
+
+
+def protocol_info(name: str) -> ProtocolInfo:
+    """The registry entry of ``name``, importing its module on first use."""
+    info = _INFOS.get(name)
+    if info is None and name in builtin_paths():
+        module = builtin_paths()[name].partition(":")[0]
+        importlib.import_module(module)
+        info = _INFOS.get(name)
+        if info is None:
+            raise RuntimeError(f"{module} does not register protocol {name!r}")
+    if info is None:
+        names = protocol_names()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownProtocolError(
+            f"unknown protocol {name!r}{hint}; choose one of: {', '.join(names)}"
+        )
+    return info
+
+
+def all_protocols() -> list[ProtocolInfo]:
+    """Every protocol's entry (imports every protocol module: for listings and help)."""
+    return [protocol_info(name) for name in protocol_names()]
+
+
 def uses_public_features(name: str) -> bool:
     """Whether the server of protocol ``name`` needs the true features (``CuratorView``)."""
-    return name in PUBLIC_FEATURES
+    return protocol_info(name).public_features
+
+
+def public_feature_protocols() -> frozenset[str]:
+    """The protocols whose server trains on the true features."""
+    return frozenset(info.name for info in all_protocols() if info.public_features)
+
+
+def parameters() -> dict[str, tuple[Param, list[str]]]:
+    """Every parameter name some protocol declares: its most common declaration (a protocol
+    may narrow the range or help of a shared one) and the protocols that declare it."""
+    seen: dict[str, list[tuple[Param, str]]] = {}
+    for info in all_protocols():
+        for p in info.params:
+            seen.setdefault(p.name, []).append((p, info.name))
+    return {
+        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
+        for name, uses in seen.items()
+    }
+
+
+def server_side_keys() -> tuple[str, ...]:
+    """The parameters that some protocol applies on the server only (post-processing of
+    reports it already has), sorted: a sweep reuses one collection for all their values."""
+    return tuple(sorted(name for name, (p, _) in parameters().items() if p.server_side))
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Protocol ``name`` as plain data (``ldpgraph protocols``): its privacy model (ldp,
+    central or none), the unit its privacy report states at the defaults, its rounds, and each
+    parameter with its type, default, allowed values and help."""
+    info = protocol_info(name)
+    protocol = make_protocol(name)
+    return {
+        "name": name,
+        "label": info.label,
+        "summary": info.summary,
+        "privacy_model": protocol.privacy_model,
+        "privacy_unit": protocol.privacy_report().unit,
+        "rounds": protocol.rounds,
+        "public_features": info.public_features,
+        "raw_upload": protocol.raw_upload,
+        "class": _path(info.target),
+        "params": [
+            {
+                "name": p.name,
+                "type": p.type.__name__,
+                "default": p.default,
+                "allowed": p.allowed,
+                "server_side": p.server_side,
+                "help": p.help,
+            }
+            for p in info.params
+        ],
+    }
 
 
 def make_protocol(name: str, **params: Any) -> LdpProtocol:
-    """Build a protocol from its name and parameters; each protocol takes the ones it knows
-    and ignores the rest: epsilon, feature_share (HoGS's δ), tau, steps (HoGS's l),
-    degree_share (Blink's δ), variant and min_weight (Blink), share1/share2 (FP-BLink's δ1/δ2,
-    default 1 − feature_share and 1 − degree_share), combine (rr: "or", "and", "lower")."""
-    if name not in PROTOCOLS:
-        raise UnknownProtocolError(
-            f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}"
-        )
-    if name in ("hogs", "hogs-edge"):
-        return HogsProtocol(
-            HogsParams(
-                epsilon=float(params["epsilon"]),
-                feature_share=float(params.get("feature_share", 0.5)),
-                tau=float(params.get("tau", 0.5)),
-                steps=int(params.get("steps", 1)),
-                public_features=name == "hogs-edge",
-            )
-        )
-    if name == "none":
-        return NonPrivate()
-    if name in ("rr", "rr-edge"):
-        return RRProtocol(
-            RRParams(
-                epsilon=float(params["epsilon"]),
-                feature_share=float(params.get("feature_share", 0.5)),
-                public_features=name == "rr-edge",
-                combine=str(params.get("combine", "or")),
-            )
-        )
-    if name.startswith("blink-") or name == "fp-blink":
-        return _make_blink(name, params)
-    if name in ("ldpgen", "fp-ldpgen"):
-        return LdpGenProtocol(
-            LdpGenParams(
-                epsilon=float(params["epsilon"]),
-                feature_share=float(params.get("feature_share", 0.5)),
-                public_features=name == "ldpgen",
-                k0=int(params.get("k0", 2)),
-                k1=int(params.get("k1", 0)),
-                phase_share=float(params.get("phase_share", 0.5)),
-                generator=str(params.get("generator", "blinkgnn")),
-                steps=int(params.get("steps", 1)),
-            )
-        )
-    if name == "hogs-kprop":
-        return HogsKpropProtocol(
-            HogsParams(
-                epsilon=float(params["epsilon"]),
-                feature_share=float(params.get("feature_share", 0.5)),
-                tau=float(params.get("tau", 0.5)),
-            ),
-            kprop_k=int(params.get("kprop_k", 1)),
-            kprop_norm=str(params.get("kprop_norm", "sym")),
-            kprop_isolated=str(params.get("kprop_isolated", "keep")),
-        )
-    if name == "solitude":
-        return SolitudeProtocol(
-            float(params["epsilon"]),
-            feature_share=float(params.get("feature_share", 0.5)),
-            lx=int(params.get("lx", 2)),
-            ly=int(params.get("ly", 0)),
-        )
-    return FeaturesOnly(float(params["epsilon"]), float(params.get("feature_share", 0.5)))
+    """Build protocol ``name`` from its parameters: each must be one the protocol declares
+    (:class:`ProtocolParameterError` otherwise), within its range; the rest take their
+    declared defaults."""
+    info = protocol_info(name)
+    values = info.check(params)
+    return info.resolve().from_params(name, **values)
 
 
 def protocol_from_config(cfg: dict[str, Any]) -> LdpProtocol:
-    """Rebuild the protocol a server described in a round message."""
+    """Rebuild the protocol a server described in a round message: its declared parameters
+    are taken from the message, the message's other keys (op, round, server feedback) are
+    not parameters."""
     name = cfg.get("protocol")
     if not isinstance(name, str):
         raise UnknownProtocolError("round message has no protocol name")
-    params = {k: v for k, v in cfg.items() if k != "protocol"}
-    return make_protocol(name, **params)
-
-
-def _make_blink(name: str, params: dict[str, Any]) -> BlinkProtocol:
-    epsilon = float(params["epsilon"])
-    degree_share = float(params.get("degree_share", DEFAULT_DEGREE_SHARE))
-    min_weight = float(params.get("min_weight", 1e-3))
-    if name in ("blink-hard", "blink-soft", "blink-hybrid"):
-        blink = BlinkParams(
-            epsilon,
-            degree_share=degree_share,
-            variant=name.removeprefix("blink-"),
-            min_weight=min_weight,
-        )
-        return BlinkProtocol(blink, name)
-    feature_share = float(params.get("feature_share", 0.5))
-    shares = None
-    if name == "fp-blink":
-        # FP-BLink (HoGS paper): ε_d = δ1(1−δ2)ε, ε_a = δ1δ2ε, ε_f = (1−δ1)ε, with δ1 = share1
-        # and δ2 = share2; without them the run's feature_share and degree_share decide.
-        shares = (
-            float(params.get("share1", 1.0 - feature_share)),
-            float(params.get("share2", 1.0 - degree_share)),
-        )
-        feature_share, degree_share = 1.0 - shares[0], 1.0 - shares[1]
-    blink = BlinkParams(
-        epsilon,
-        degree_share=degree_share,
-        feature_share=feature_share,
-        public_features=False,
-        variant=str(params.get("variant", "hard")),
-        steps=int(params.get("steps", 1)),
-        min_weight=min_weight,
-    )
-    return BlinkProtocol(blink, name, shares)
+    declared = protocol_info(name).param_names
+    return make_protocol(name, **{k: v for k, v in cfg.items() if k in declared})

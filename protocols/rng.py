@@ -17,7 +17,6 @@ import numpy as np
 ADJACENCY = 1
 FEATURES = 2
 DEGREE = 3
-OTHER = 4
 
 
 def _stage_key(stage: str) -> int:

@@ -36,8 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, MessagePassing
 
-#: Names accepted by :func:`build_model`, in the order reports list them.
-MODELS: tuple[str, ...] = ("gcn", "sage", "gat", "mlp")
+from .choices import MODELS
 
 
 class _SymmetricSpmm(torch.autograd.Function):

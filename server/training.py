@@ -29,7 +29,8 @@ from torch import Tensor
 from torch_geometric.utils import to_torch_csr_tensor
 
 from ldpgraph.protocols.rng import stage_seed
-from ldpgraph.server.models import MODELS, build_model
+from ldpgraph.server.choices import MODELS, SELECTIONS
+from ldpgraph.server.models import build_model
 
 
 class SplitLike(Protocol):
@@ -38,11 +39,6 @@ class SplitLike(Protocol):
     train: Sequence[int] | np.ndarray
     val: Sequence[int] | np.ndarray
     test: Sequence[int] | np.ndarray
-
-
-#: Epoch selection rules: highest validation accuracy (spec 003 section 6; ties go to the first
-#: such epoch) or lowest validation cross-entropy (Blink_GNN's rule, specs/baselines.md 2.1).
-SELECTIONS = ("val_acc", "val_loss")
 
 
 @dataclass

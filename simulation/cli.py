@@ -1,5 +1,5 @@
 """The ``ldpgraph`` command: ``run`` one experiment, ``sweep`` an experiment file, list
-``datasets`` and ``results``, build a ``report``."""
+``datasets``, ``protocols`` and ``results``, build a ``report``."""
 
 from __future__ import annotations
 
@@ -13,43 +13,25 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ldpgraph.protocols.registry import PROTOCOLS
+from ldpgraph.protocols import registry
+from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary
 
 from .config import (
     BACKENDS,
     MODELS,
-    PRIVATE_FEATURE_PROTOCOLS,
     SELECTIONS,
     SPLIT_MODES,
     ConfigError,
     RunConfig,
 )
 
+#: Help of the run keys that are not protocol parameters (those come from the registry:
+#: :func:`protocol_help`).
 HELP = {
-    "protocol": "LDP protocol: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
     "dataset": "dataset name (see `ldpgraph datasets`), or a synthetic spec such as "
     "'synthetic:n=2000,classes=4,homophily=0.9'",
-    "epsilon": "total privacy budget ε per node (the sum of its parts: adjacency bits, "
-    "features, degree)",
-    "feature_share": "share of ε spent on features (the paper's δ): ε_f = share·ε, "
-    "ε_a = (1 − share)·ε; 0.1 won the reproduction's δ sweeps (Cora, CiteSeer, Facebook). "
-    "features-only spends share·ε: give it 1 for the MLP floor",
-    "tau": "edge threshold τ on the posterior P_ij, in (0, 1]",
-    "steps": "feature reconstruction steps l (0 keeps the noisy features)",
-    "degree_share": "BLink's δ: share of the graph budget spent on the noisy degree",
-    "share1": "FP-BLink's δ1 (0: 1 − feature-share): ε_f = (1 − δ1)ε",
-    "share2": "FP-BLink's δ2 (0: 1 − degree-share): ε_a = δ1·δ2·ε, ε_d = δ1(1 − δ2)ε",
-    "min_weight": "blink-soft keeps pairs with posterior ≥ this weight",
-    "combine": "rr: how the two reported bits make an edge (or, and, lower)",
-    "kprop_k": "hogs-kprop: KProp steps K",
-    "lx": "solitude: feature propagation steps",
-    "ly": "solitude: label propagation steps (only 0 is implemented)",
-    "k0": "ldpgen: groups of the initial random partition",
-    "k1": "ldpgen: groups after clustering (0: LDPGen's rule)",
-    "phase_share": "ldpgen: share of the graph budget spent in the first round",
-    "generator": "ldpgen: graph generator (blinkgnn, chunglu)",
     "model": "GNN trained on the release: " + ", ".join(MODELS),
     "lr": "Adam learning rate",
     "dropout": "dropout after the first layer",
@@ -93,6 +75,18 @@ HELP = {
 
 class UserError(Exception):
     pass
+
+
+def protocol_help() -> dict[str, str]:
+    """``--protocol`` and every protocol parameter's help, from the registry: the parameter's
+    help, its allowed values and the protocols that use it."""
+    out = {
+        "protocol": "the protocol (`ldpgraph protocols` lists them with their parameters): "
+        + "; ".join(f"{i.name}: {i.summary}" for i in registry.all_protocols())
+    }
+    for name, (param, users) in registry.parameters().items():
+        out[name] = f"{param.help}; {param.allowed}; used by {', '.join(users)}"
+    return out
 
 
 _TRUE = ("true", "1", "yes", "on")
@@ -151,6 +145,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         formatter_class=_HelpFormatter,
     )
     defaults = RunConfig()
+    helps = {**HELP, **protocol_help()}
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
@@ -168,7 +163,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             extra["action"] = BoolFlag
         else:
             extra["type"] = kind
-        p.add_argument(flag, default=default, help=HELP.get(f.name, ""), **extra)
+        p.add_argument(flag, default=default, help=helps.get(f.name, ""), **extra)
     p.add_argument(
         "--split",
         type=str,
@@ -218,6 +213,17 @@ def _add_datasets(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only show the documented statistics; load nothing",
     )
+
+
+def _add_protocols(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "protocols",
+        help="list the protocols with their parameters",
+        description="List every registered protocol: LDP or central, the privacy unit its "
+        "report states, and each parameter with its default, allowed values and help "
+        "(server-side parameters are post-processing: a sweep reuses one collection for them).",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _add_results(sub: argparse._SubParsersAction) -> None:
@@ -437,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
+    _add_protocols(sub)
     _add_partition(sub)
     _add_report(sub)
     _add_results(sub)
@@ -561,8 +568,12 @@ def collapse_warning(result: dict[str, Any]) -> str | None:
     tries = []
     if not c.get("center_features", True):
         tries.append("--center-features (subtracts the noisy features' column means)")
-    if c.get("protocol") in PRIVATE_FEATURE_PROTOCOLS and c.get("feature_share", 0.1) > 0.1:
-        tries.append("a smaller feature share (--feature-share 0.1)")
+    name = c.get("protocol")
+    shares = (
+        name in registry.protocol_names() and FEATURE_SHARE in registry.protocol_info(name).params
+    )
+    if shares and c.get("feature_share", FEATURE_SHARE.default) > FEATURE_SHARE.default:
+        tries.append(f"a smaller feature share (--feature-share {FEATURE_SHARE.default:g})")
     if c.get("protocol") == "features-only" and c.get("feature_share", 1.0) < 1.0:
         tries.append("--feature-share 1 (features-only spends only that share of ε)")
     lr = float(c.get("lr", 0.01))
@@ -681,6 +692,27 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     for r in rows:
         if r.get("error"):
             print(f"ldpgraph: warning: {r['error']}", file=sys.stderr)
+    return 0
+
+
+def cmd_protocols(args: argparse.Namespace) -> int:
+    rows = [registry.describe(name) for name in registry.protocol_names()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    keys = {f.name for f in fields(RunConfig)}
+    for r in rows:
+        rounds = f", {r['rounds']} rounds" if r["rounds"] != 1 else ""
+        features = ", public features" if r["public_features"] else ""
+        print(f"{r['name']} ({r['privacy_model']}{rounds}{features}): {r['summary']}")
+        print(f"    privacy unit: {r['privacy_unit']}")
+        for p in r["params"]:
+            flag = "--" + p["name"].replace("_", "-") if p["name"] in keys else p["name"]
+            where = " [server-side]" if p["server_side"] else ""
+            print(
+                f"    {flag:<17} {p['type']:<5} default {p['default']!s:<9} {p['allowed']}"
+                f"{where}: {p['help']}"
+            )
     return 0
 
 
@@ -812,6 +844,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "run": cmd_run,
         "datasets": cmd_datasets,
+        "protocols": cmd_protocols,
         "partition": cmd_partition,
         "results": cmd_results,
         "sweep": cmd_sweep,

@@ -12,53 +12,22 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
-from ldpgraph.protocols.ldpgen import GENERATORS
-from ldpgraph.protocols.registry import PROTOCOLS
-from ldpgraph.protocols.rr import COMBINE
+from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE, MAX_EPSILON, STEPS
+from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
+from ldpgraph.protocols.ldp.hogs import TAU
+from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
+from ldpgraph.protocols.ldp.ldpgen import GENERATOR, K0, K1, PHASE_SHARE
+from ldpgraph.protocols.ldp.rr import COMBINE_PARAM
+from ldpgraph.protocols.ldp.solitude import LX, LY
+from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
+from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
 
 from .splits import SPLIT_MODES
 
-MODELS = ("gcn", "sage", "gat", "mlp")
 BACKENDS = ("local", "flower", "deploy")
-#: How training picks its epoch (and a sweep its configuration): the highest validation
-#: accuracy (HoGS, spec 003 section 6) or the lowest validation loss (Blink_GNN's protocol,
-#: which produced HoGS Table III's BLink row; specs/baselines.md section 2.1).
-SELECTIONS = ("val_acc", "val_loss")
-#: RunConfig fields that are protocol parameters (passed to ``make_protocol``).
-PROTOCOL_KEYS = (
-    "epsilon",
-    "feature_share",
-    "tau",
-    "steps",
-    "degree_share",
-    "share1",
-    "share2",
-    "min_weight",
-    "combine",
-    "kprop_k",
-    "lx",
-    "ly",
-    "k0",
-    "k1",
-    "phase_share",
-    "generator",
-)
-#: Protocols that spend ``feature_share`` of ε on 1-bit features.
-PRIVATE_FEATURE_PROTOCOLS = (
-    "hogs",
-    "rr",
-    "fp-blink",
-    "blink-fr",
-    "fp-ldpgen",
-    "hogs-kprop",
-    "solitude",
-)
 #: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
 AUTO_SUPERNODES = 256
-#: The largest ε a run accepts. From ε ≈ 40 on randomized response flips a bit with probability
-#: e^-ε < 1e-17 (no noise left to measure), and from ε ≈ 710 e^ε overflows a float.
-MAX_EPSILON = 100.0
 #: Sanity bounds on the model and its training (far above anything useful on these graphs).
 MAX_EPOCHS = 100_000
 MAX_HIDDEN = 16_384
@@ -74,26 +43,26 @@ class ConfigError(ValueError):
 class RunConfig:
     protocol: str = "hogs"
     dataset: str = "cora"
-    epsilon: float = 8.0
-    # δ = 0.1 and centred features: the settings that learn at every ε in the reproduction's
-    # δ sweeps (docs/reproduction, Fig. 8) and centring runs. They used to be 0.5 and off,
-    # which collapsed to the majority class at ε <= 6 (results stores keep each run's full
-    # configuration, so stored runs keep their identity: simulation/store.py).
-    feature_share: float = 0.1
-    tau: float = 0.5
-    steps: int = 1
-    degree_share: float = 0.1
-    share1: float = 0.0
-    share2: float = 0.0
-    min_weight: float = 1e-3
-    combine: str = "or"
-    kprop_k: int = 1
-    lx: int = 2
-    ly: int = 0
-    k0: int = 2
-    k1: int = 0
-    phase_share: float = 0.5
-    generator: str = "blinkgnn"
+    # The protocols' parameters: one field per name, the default where the protocol declares
+    # it. feature-share and center-features used to default to 0.5 and off, which collapsed
+    # to the majority class at ε <= 6 (results stores keep each run's full configuration, so
+    # stored runs keep their identity: simulation/store.py).
+    epsilon: float = EPSILON.default
+    feature_share: float = FEATURE_SHARE.default
+    tau: float = TAU.default
+    steps: int = STEPS.default
+    degree_share: float = DEGREE_SHARE.default
+    share1: float = SHARE1.default
+    share2: float = SHARE2.default
+    min_weight: float = MIN_WEIGHT.default
+    combine: str = COMBINE_PARAM.default
+    kprop_k: int = KPROP_K.default
+    lx: int = LX.default
+    ly: int = LY.default
+    k0: int = K0.default
+    k1: int = K1.default
+    phase_share: float = PHASE_SHARE.default
+    generator: str = GENERATOR.default
     model: str = "gcn"
     lr: float = 0.01
     dropout: float = 0.5
@@ -123,10 +92,10 @@ class RunConfig:
     metrics: str = "accuracy"
 
     def validate(self) -> RunConfig:
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(
-                f"unknown protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOLS)}"
-            )
+        try:
+            protocol_info(self.protocol)
+        except UnknownProtocolError as exc:
+            raise ConfigError(str(exc)) from None
         if self.model not in MODELS:
             raise ConfigError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
         if self.backend not in BACKENDS:
@@ -141,19 +110,16 @@ class RunConfig:
                 "the non-private bound use --protocol none --trust-curator"
             )
         _finite_positive("lr", self.lr)
-        if not 0.0 < self.tau <= 1.0:
-            raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
-        if self.protocol in PRIVATE_FEATURE_PROTOCOLS and not 0.0 < self.feature_share < 1.0:
-            raise ConfigError(f"feature-share must be in (0, 1), got {self.feature_share}")
-        if self.protocol == "features-only" and not 0.0 < self.feature_share <= 1.0:
-            raise ConfigError(f"feature-share must be in (0, 1], got {self.feature_share}")
-        if not 0.0 <= self.degree_share <= 1.0:
-            raise ConfigError(f"degree-share must be in [0, 1], got {self.degree_share}")
-        for name in ("share1", "share2"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(
-                    f"{name} must be in [0, 1] (0: derived), got {getattr(self, name)}"
-                )
+        # The chosen protocol's parameters against its declarations, then the budget splits it
+        # can serve; the other protocols' keys are not used by this run.
+        params = self.protocol_params()
+        try:
+            for param in protocol_info(self.protocol).params:
+                if param.name in params:
+                    param.check(self.protocol, params[param.name], param.name.replace("_", "-"))
+            protocol = make_protocol(self.protocol, **params)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         for name in ("train_split", "val_split"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0.0 <= v <= 1.0):
@@ -185,16 +151,6 @@ class RunConfig:
                 f"unknown device {self.device!r}; choose auto (the GPU when there is one), cpu, "
                 "cuda or cuda:N"
             )
-        if self.combine not in COMBINE:
-            raise ConfigError(
-                f"unknown combine {self.combine!r}; choose one of: {', '.join(COMBINE)}"
-            )
-        if self.generator not in GENERATORS:
-            raise ConfigError(
-                f"unknown generator {self.generator!r}; choose one of: {', '.join(GENERATORS)}"
-            )
-        if not 0.0 < self.min_weight < 1.0:
-            raise ConfigError(f"min-weight must be in (0, 1), got {self.min_weight}")
         if self.split_mode not in SPLIT_MODES:
             raise ConfigError(
                 f"unknown split-mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}"
@@ -203,8 +159,6 @@ class RunConfig:
             raise ConfigError(
                 f"unknown selection {self.selection!r}; choose one of: {', '.join(SELECTIONS)}"
             )
-        if self.steps < 0:
-            raise ConfigError(f"steps (l) must be >= 0, got {self.steps}")
         if self.seed < 0:
             raise ConfigError(f"seed must be >= 0, got {self.seed}")
         if self.nodes_per_client < 0:
@@ -226,10 +180,10 @@ class RunConfig:
             self.metrics = ",".join(resolve_metrics(self.metrics))
         except UnknownMetricError as exc:
             raise ConfigError(str(exc)) from None
-        if self.protocol == "none" and not self.trust_curator and self.backend != "deploy":
+        if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
-                "protocol 'none' uploads raw data and nodes refuse unless they trust the "
-                "curator: add --trust-curator"
+                f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
+                "trust the curator: add --trust-curator"
             )
         return self
 
@@ -251,14 +205,12 @@ class RunConfig:
         return NodeSettings(budget=self.budget, trust_curator=self.trust_curator, seed=self.seed)
 
     def protocol_params(self) -> dict[str, Any]:
-        """Every protocol parameter; each protocol takes the ones it knows. share1/share2
-        (FP-BLink's δ1, δ2) are left out when 0, so they default to 1 − feature-share and
-        1 − degree-share."""
-        params = {name: getattr(self, name) for name in PROTOCOL_KEYS}
-        for name in ("share1", "share2"):
-            if not params[name]:
-                params.pop(name)
-        return params
+        """The chosen protocol's declared parameters, from this configuration. A parameter
+        that is no run-configuration key (hogs-kprop's kprop_norm, Blink's variant: library
+        use only) keeps its declared default."""
+        keys = {f.name for f in fields(self)}
+        declared = protocol_info(self.protocol).param_names
+        return {name: getattr(self, name) for name in declared if name in keys}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

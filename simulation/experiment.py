@@ -163,13 +163,14 @@ class Experiment:
 
     def check_protocols(self) -> None:
         """Raise if a protocol entry names a protocol that is not registered (yet)."""
-        from ldpgraph.protocols.registry import PROTOCOLS
+        from ldpgraph.protocols.registry import protocol_names
 
+        names = protocol_names()
         for e in self.entries:
-            if e.protocol not in PROTOCOLS:
+            if e.protocol not in names:
                 raise ExperimentError(
                     f"{self.path}: protocol {e.protocol!r} (entry {e.label!r}) is not registered "
-                    f"in this ldpgraph; registered: {', '.join(PROTOCOLS)}"
+                    f"in this ldpgraph; registered: {', '.join(names)}"
                 )
 
 
@@ -370,13 +371,14 @@ def _check_dataset(path: str, ds: str) -> None:
 def _check_cells(exp: Experiment) -> None:
     """Every configuration a grid can produce must be a valid RunConfig (protocol names are
     left to :meth:`Experiment.check_protocols`)."""
-    from ldpgraph.protocols.registry import PROTOCOLS
+    from ldpgraph.protocols.registry import protocol_names
 
+    names = protocol_names()
     for grid in exp.grids.values():
         for entry in exp.entries:
             cell = Cell(exp.datasets[0], entry, (entry.models or exp.models)[0], exp.epsilons[0])
             base = exp.base_config(cell)
-            if entry.protocol not in PROTOCOLS:
+            if entry.protocol not in names:
                 base["protocol"] = "hogs"
             for point in exp.configurations(grid, cell):
                 try:

@@ -38,6 +38,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldpgraph.protocols.registry import server_side_keys
+
 from .config import ConfigError, RunConfig
 from .experiment import FINAL_SEED_OFFSET, Cell, Experiment, Grid
 
@@ -54,9 +56,9 @@ TRAIN_KEYS = (
     "normalize_features",
     "center_features",
 )
-#: Keys used only by the server's reconstruction of a one-round protocol (τ, l): the same
-#: reports serve every value.
-SERVER_KEYS = ("tau", "steps")
+#: Keys used only by the server's reconstruction of a one-round protocol (τ, l, …): the same
+#: reports serve every value. The parameters the protocols declare ``server_side``.
+SERVER_KEYS = tuple(k for k in server_side_keys() if k in RunConfig.__dataclass_fields__)
 PHASES = ("search", "final")
 #: Seconds per training of 300 epochs on Cora, one thread (for --dry-run estimates), scaled
 #: by epochs and by the size of the first layer's input (nodes × features) relative to Cora.

@@ -1,6 +1,7 @@
-"""Literal dense references for LDPGen's server (Qin et al., ACM CCS 2017, graph generation
-as Blink_GNN re-implements it: https://github.com/zhxchd/Blink_GNN): the n × n edge
-probabilities and per-group sums computed by loops over nodes and sets, small graphs only."""
+"""References for LDPGen's server (Qin et al., ACM CCS 2017, graph generation as Blink_GNN
+re-implements it: https://github.com/zhxchd/Blink_GNN): literal dense n × n edge probabilities
+and per-group sums computed by loops over nodes and sets (small graphs only), and the
+closed-form expected edge counts the sampling tests hold the generators to."""
 
 from __future__ import annotations
 
@@ -85,4 +86,33 @@ def dense_chung_lu_expected(dhat, groups, k) -> np.ndarray:
             a, b = sorted((groups[u], groups[v]))
             if e[a, b] > 0:
                 out[a, b] += dhat[u, groups[v]] * dhat[v, groups[u]] / e[a, b]
+    return out
+
+
+def expected_directed_counts(q: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
+    """E[#sampled ordered edges from C_a to C_b] = Σ_{u∈C_a} q_ub·|C_b \\ {u}|."""
+    sizes = np.bincount(groups, minlength=k).astype(np.float64)
+    pool = sizes[None, :] - (groups[:, None] == np.arange(k)[None, :])
+    out = np.zeros((k, k))
+    np.add.at(out, groups, q * pool)
+    return out
+
+
+def chung_lu_expected(dhat: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
+    """Expected number of endpoint pairs per block pair a ≤ b of the symmetric generator (before
+    duplicates collapse): W_a·W_b/Ê_ab for a < b (W_a = Σ_{u∈C_a} δ̂_u[b], W_b = Σ_{v∈C_b} δ̂_v[a],
+    Ê_ab = (W_a + W_b)/2) and (W_a² − Σ_u δ̂_u[a]²)/(2W_a) within C_a. Upper triangle only."""
+    t = np.zeros((k, k))
+    np.add.at(t, groups, dhat)  # t[a, b] = Σ_{u∈C_a} δ̂_u[b]
+    sq = np.zeros(k)
+    np.add.at(sq, groups, dhat[np.arange(groups.shape[0]), groups] ** 2)
+    out = np.zeros((k, k))
+    for a in range(k):
+        for b in range(a, k):
+            if a == b:
+                w = t[a, a]
+                out[a, a] = (w * w - sq[a]) / (2.0 * w) if w > 0 else 0.0
+            else:
+                wa, wb = t[a, b], t[b, a]
+                out[a, b] = 2.0 * wa * wb / (wa + wb) if wa + wb > 0 else 0.0
     return out

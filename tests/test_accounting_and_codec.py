@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.accounting import PLD_DISCRETIZATION, pure_epsilon, rr_event
-from ldpgraph.protocols.hogs import HogsParams, HogsProtocol
-from ldpgraph.protocols.registry import PROTOCOLS, make_protocol
+from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
+from ldpgraph.protocols.registry import make_protocol, protocol_names
 from ldpgraph.protocols.reports import ReportError, decode_report, encode_report
 from ldpgraph.protocols.types import Report
+
+from .support.params import at_epsilon
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 2.5, 4.0, 8.0])
@@ -48,12 +50,12 @@ def test_hogs_privacy_report():
 D = 1433
 
 
-@pytest.mark.parametrize("name", list(PROTOCOLS))
+@pytest.mark.parametrize("name", protocol_names())
 def test_every_protocol_states_its_units(name):
     """The headline names its units and unit_epsilons holds the accountant's figures: an edge
     is reported by both endpoints (2× one adjacency bit, RR bit and any count it moves), a
     feature vector costs d·ε_f."""
-    rep = make_protocol(name, epsilon=4.0).privacy_report(num_features=D)
+    rep = make_protocol(name, **at_epsilon(name, 4.0)).privacy_report(num_features=D)
     eps, text = rep.unit_epsilons, rep.headline
     assert text and rep.to_dict()["headline"] == text
     assert rep.to_dict()["unit_epsilons"] == eps and rep.to_dict()["epsilon"] == rep.epsilon
@@ -80,7 +82,7 @@ def test_every_protocol_states_its_units(name):
         assert "per feature bit" in text and f"feature vector of d = {D} bits" in text
     else:
         assert "feature_vector" not in eps and "features are public" in text
-    without_d = make_protocol(name, epsilon=4.0).privacy_report()
+    without_d = make_protocol(name, **at_epsilon(name, 4.0)).privacy_report()
     assert "feature_vector" not in without_d.unit_epsilons
 
 

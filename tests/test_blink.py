@@ -9,9 +9,15 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols import accounting
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView, RoundResult
-from ldpgraph.protocols.blink import (
+from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.laplace import (
+    PLD_DISCRETIZATION,
+    composed_epsilon,
+    discrete_laplace_pld,
+)
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.blink import (
     DEGREE_FIELD,
     SERIES_MAX_ABS,
     BlinkParams,
@@ -21,12 +27,6 @@ from ldpgraph.protocols.blink import (
     pairs_with_sum_at_least,
     sigmoid_row_sums,
     sigmoid_row_sums_exact,
-)
-from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.protocols.laplace import (
-    PLD_DISCRETIZATION,
-    composed_epsilon,
-    discrete_laplace_pld,
 )
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import make_protocol, protocol_from_config
@@ -256,7 +256,8 @@ EDGE_CASES = [
 def test_blink_edge_only_equals_dense(variant, eps, share, drop):
     g = random_graph(70, 12, seed=int(eps * 10 + share * 100))
     name = f"blink-{variant}"
-    proto = make_protocol(name, epsilon=eps, degree_share=share, min_weight=0.01)
+    soft = {"min_weight": 0.01} if variant == "soft" else {}
+    proto = make_protocol(name, epsilon=eps, degree_share=share, **soft)
     result = collect(proto, g, seed=7, drop=drop)
     cur = CuratorView(g.num_nodes, g.num_features, public_features=g.x)
     release = proto.server_step(0, result, cur, seed=7)
@@ -401,7 +402,7 @@ def test_hybrid_ties_at_the_threshold_are_all_kept():
     ],
 )
 def test_config_round_trip(name, params):
-    proto = make_protocol(name, epsilon=5.0, tau=0.5, **params)
+    proto = make_protocol(name, epsilon=5.0, **params)
     again = protocol_from_config({**proto.config(), "op": "report", "round": 0})
     assert again.config() == proto.config()
     assert again.params == proto.params

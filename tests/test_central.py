@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult, training_labels
-from ldpgraph.protocols.floors import NonPrivate
+from ldpgraph.protocols.ldp.floors import NonPrivate
 from ldpgraph.protocols.registry import protocol_from_config
 from ldpgraph.protocols.types import NodeView, PrivacyReport, Release
 from ldpgraph.simulation.datasets import synthetic_graph

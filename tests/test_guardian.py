@@ -26,7 +26,7 @@ from ldpgraph.client.budget import (
 from ldpgraph.client.nodedata import NodeDataError, open_store, write_store
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.mechanisms import RandomizedResponse
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import make_protocol, protocol_info
 from ldpgraph.protocols.reports import decode_report, node_record_name
 from ldpgraph.protocols.rng import ADJACENCY, node_rng
 from ldpgraph.server.rounds import NoReportsError
@@ -70,10 +70,11 @@ def context(node_file, **node_config) -> Context:
 
 
 def request(protocol: str = "hogs", round_: int = 0, **params) -> dict:
+    base = {"epsilon": 4.0} if "epsilon" in protocol_info(protocol).param_names else {}
     try:
-        proto = make_protocol(protocol, **({"epsilon": 4.0} | params))
+        proto = make_protocol(protocol, **(base | params))
     except ValueError:  # a hostile value: the message carries it all the same
-        proto = make_protocol(protocol, epsilon=4.0)
+        proto = make_protocol(protocol, **base)
     return {
         "op": "report",
         "round": round_,

@@ -7,18 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.protocols.hogs import (
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.hogs import (
     HogsParams,
     HogsProtocol,
     posterior,
     reconstruct_topology,
     similarity_threshold,
 )
+from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.mechanisms import flip_probability
-from ldpgraph.protocols.similarity import FeatureRows
 from ldpgraph.protocols.types import NodeView
 
 from .reference_hogs import dense_hogs
@@ -73,7 +73,7 @@ CASES = [
 def test_sparse_equals_dense(eps, share, tau, steps, drop, budget, monkeypatch):
     """``budget`` 0 forces the blockwise (0,0) join used when prefix filtering would make too
     many candidates (dense noisy features: Facebook)."""
-    from ldpgraph.protocols import similarity
+    from ldpgraph.protocols.ldp import similarity
 
     if budget is not None:
         # Blocks of 16 rows: several blocks, so row offsets between blocks are exercised.
@@ -232,7 +232,7 @@ def test_block_size_does_not_change_the_result():
 @pytest.mark.parametrize("t", [0.2, 0.5, 0.8, 0.95, 0.999, 0.99999])
 def test_threshold_join_finds_every_pair_above_t(t, budget, monkeypatch):
     """Prefix filtering, and (budget 0) the blockwise join that replaces it for dense rows."""
-    from ldpgraph.protocols import similarity
+    from ldpgraph.protocols.ldp import similarity
 
     if budget is not None:
         monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)

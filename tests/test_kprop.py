@@ -8,9 +8,9 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.graph import canonical_edges
-from ldpgraph.protocols.hogs import HogsParams
-from ldpgraph.protocols.hogs_kprop import HogsKpropProtocol
-from ldpgraph.protocols.kprop import kprop, label_kprop_targets
+from ldpgraph.protocols.ldp.hogs import HogsParams
+from ldpgraph.protocols.ldp.hogs_kprop import HogsKpropProtocol
+from ldpgraph.protocols.ldp.kprop import kprop, label_kprop_targets
 from ldpgraph.protocols.mechanisms import flip_probability
 
 from .reference_hogs import dense_hogs

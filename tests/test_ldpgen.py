@@ -11,16 +11,14 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.laplace import PLD_DISCRETIZATION
-from ldpgraph.protocols.ldpgen import (
+from ldpgraph.protocols.ldp.ldpgen import (
     MSG_GROUPS,
     MSG_K,
     LdpGenParams,
     LdpGenProtocol,
     block_factors,
     choose_k1,
-    chung_lu_expected,
     encode_groups,
-    expected_directed_counts,
     group_degrees,
     initial_partition,
     kmeans,
@@ -37,11 +35,13 @@ from ldpgraph.simulation.datasets import load_dataset
 
 from .reference_ldpgen import (
     block_sums,
+    chung_lu_expected,
     dense_block_factors,
     dense_chung_lu_expected,
     dense_group_degrees,
     dense_probabilities,
     dense_reexpress,
+    expected_directed_counts,
 )
 
 Z999 = 3.2905  # two-sided 99.9% normal quantile
@@ -468,7 +468,7 @@ def test_bad_parameters():
 def test_round0_partition_comes_from_the_servers_public_seed(monkeypatch):
     """ξ0 must be the same for every node although each deployed node draws its noise from
     its own entropy: the server sends its seed in round 0's message (public_message)."""
-    from ldpgraph.protocols import ldpgen
+    from ldpgraph.protocols.ldp import ldpgen
 
     class NoNoise:
         def __init__(self, *_a, **_k) -> None:

@@ -12,8 +12,6 @@ from ldpgraph.protocols.mechanisms import (
     OneBit,
     RandomizedResponse,
     flip_probability,
-    perturb_features_batch,
-    perturb_rows_batch,
 )
 from ldpgraph.protocols.rng import ADJACENCY, node_rng
 
@@ -117,18 +115,3 @@ def test_bad_epsilon(bad):
         RandomizedResponse(bad)
     with pytest.raises(ValueError, match="epsilon"):
         flip_probability(bad)
-
-
-def test_batches_equal_one_by_one():
-    rr = RandomizedResponse(1.0)
-    rows = [np.array([1, 5]), np.array([0]), np.array([], dtype=np.int64)]
-    gens = [node_rng(3, i, 0, ADJACENCY) for i in range(3)]
-    batch = perturb_rows_batch(rr, rows, 50, gens, exclude=[0, 1, 2])
-    for i, r in enumerate(rows):
-        single = rr.perturb_row(r, 50, node_rng(3, i, 0, ADJACENCY), exclude=i)
-        np.testing.assert_array_equal(batch[i], single)
-    mech = OneBit(2.0)
-    x = np.random.default_rng(0).random((4, 30))
-    fb = perturb_features_batch(mech, x, [node_rng(3, i, 0, 2) for i in range(4)])
-    for i in range(4):
-        np.testing.assert_array_equal(fb[i], mech.perturb(x[i], node_rng(3, i, 0, 2)))

@@ -10,7 +10,7 @@ import pytest
 
 from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from ldpgraph.protocols.registry import PROTOCOLS, make_protocol, uses_public_features
+from ldpgraph.protocols.registry import make_protocol, protocol_names, uses_public_features
 from ldpgraph.protocols.types import PrivacyReport, Release, Report
 from ldpgraph.server.rounds import (
     NoReportsError,
@@ -22,6 +22,8 @@ from ldpgraph.server.rounds import (
 from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
+
+from .support.params import at_epsilon
 
 N = 6
 
@@ -198,10 +200,10 @@ def test_a_round_of_only_rejected_reports_stops_the_run():
         run_rounds(Phases(1), col, CURATOR, seed=0)
 
 
-@pytest.mark.parametrize("name", sorted(PROTOCOLS))
+@pytest.mark.parametrize("name", sorted(protocol_names()))
 def test_every_protocol_through_the_local_collector_passes_validation(name):
     """The local backend feeds the same loop: every honest report of every protocol passes."""
-    proto = make_protocol(name, epsilon=4.0)
+    proto = make_protocol(name, **at_epsilon(name, 4.0))
     settings = NodeSettings(budget=total_epsilon(proto), trust_curator=True, seed=3)
     curator = curator_view(GRAPH, uses_public_features(name))
     release, _ = run_protocol(proto, GRAPH, curator, 3, settings=settings)

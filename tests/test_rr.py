@@ -8,17 +8,17 @@ import math
 import numpy as np
 import pytest
 
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.rr import RRParams
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import (
-    PROTOCOLS,
     make_protocol,
     protocol_from_config,
+    protocol_names,
     uses_public_features,
 )
-from ldpgraph.protocols.rr import RRParams
 from ldpgraph.protocols.types import NodeView
 
 from .reference_blink import dense_rr
@@ -109,7 +109,7 @@ def test_server_equals_dense(combine, eps, drop):
 
 def test_rr_edge_uses_public_features_and_the_whole_budget():
     g = random_graph(30, 6, seed=3)
-    proto = make_protocol("rr-edge", epsilon=3.0, feature_share=0.4)
+    proto = make_protocol("rr-edge", epsilon=3.0)
     assert proto.params.eps_adjacency == 3.0 and proto.round_epsilon(0) == 3.0
     assert not proto.schema(0).features
     result = collect(proto, g, seed=1)
@@ -122,7 +122,8 @@ def test_rr_edge_uses_public_features_and_the_whole_budget():
 
 @pytest.mark.parametrize("name", ["rr", "rr-edge"])
 def test_privacy_report(name):
-    proto = make_protocol(name, epsilon=4.0, feature_share=0.25)
+    share = {"feature_share": 0.25} if name == "rr" else {}
+    proto = make_protocol(name, epsilon=4.0, **share)
     rep = proto.privacy_report(num_features=50)
     parts = {p["part"]: p for p in rep.parts}
     closed = {"adjacency": 3.0, "features": 1.0} if name == "rr" else {"adjacency": 4.0}
@@ -136,13 +137,13 @@ def test_privacy_report(name):
 
 def test_registry_and_config_round_trip():
     for name in ("rr", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "fp-blink"):
-        assert name in PROTOCOLS
-    assert "blink-fr" in PROTOCOLS
+        assert name in protocol_names()
+    assert "blink-fr" in protocol_names()
     assert uses_public_features("rr-edge") and uses_public_features("blink-soft")
     assert uses_public_features("hogs-edge") and not uses_public_features("rr")
     assert not uses_public_features("fp-blink") and not uses_public_features("blink-fr")
     for name, params in (("rr", {"feature_share": 0.2, "combine": "lower"}), ("rr-edge", {})):
-        proto = make_protocol(name, epsilon=2.0, tau=0.7, steps=2, **params)
+        proto = make_protocol(name, epsilon=2.0, **params)
         again = protocol_from_config({**proto.config(), "seed": 1})
         assert again.params == proto.params and again.name == name
     with pytest.raises(ValueError, match="combine"):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldpgraph.protocols.assemble import adjacency_reports
 from ldpgraph.protocols.base import CuratorView
-from ldpgraph.protocols.hogs import HogsParams, HogsProtocol
-from ldpgraph.protocols.solitude import (
+from ldpgraph.protocols.ldp.assemble import adjacency_reports
+from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
+from ldpgraph.protocols.ldp.solitude import (
     OFFICIAL_L1_ALPHA,
     OFFICIAL_LR,
     SolitudeProtocol,

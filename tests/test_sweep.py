@@ -156,10 +156,12 @@ def test_dry_run_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def _reports(protocol, tau, steps, graph):
-    from ldpgraph.protocols.registry import make_protocol
+    from ldpgraph.protocols.registry import make_protocol, protocol_info
     from ldpgraph.simulation.backends.local import collect_round
 
-    p = make_protocol(protocol, epsilon=4.0, feature_share=0.5, tau=tau, steps=steps)
+    params = {"epsilon": 4.0, "feature_share": 0.5, "tau": tau, "steps": steps}
+    declared = protocol_info(protocol).param_names
+    p = make_protocol(protocol, **{k: v for k, v in params.items() if k in declared})
     res = collect_round(p, graph, 0, p.config(), 3)
     return {
         k: (np.asarray(r.adjacency).tolist(), None if r.features is None else r.features.tolist())

@@ -527,9 +527,12 @@ def test_centering_rescues_dense_offset_features():
     assert acc[True] > 0.8
 
 
-def test_run_config_and_training_agree_on_selection_rules():
-    """config.py keeps its own copy so that the CLI starts without importing torch."""
+def test_run_config_and_training_share_one_list_of_names():
+    """One definition, in the torch-free server.choices, so the CLI starts without torch."""
+    from ldpgraph.server import choices
+    from ldpgraph.server.models import MODELS
     from ldpgraph.server.training import SELECTIONS
-    from ldpgraph.simulation.config import SELECTIONS as CONFIG_SELECTIONS
+    from ldpgraph.simulation import config
 
-    assert CONFIG_SELECTIONS == SELECTIONS
+    assert config.SELECTIONS is SELECTIONS is choices.SELECTIONS
+    assert config.MODELS is MODELS is choices.MODELS

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from ..floors import NonPrivate
 from ..graph import Graph
+from ..ldp.floors import NonPrivate
 from ..types import NodeView, Release, Report
 
 
@@ -43,6 +43,7 @@ class CentralStrategy(LdpProtocol):
 
     rounds = 1
     raw_upload = True
+    privacy_model = "central"
     #: What :meth:`release` returns (``graph``, ``model`` or ``graphs``).
     kind: str = "graph"
 

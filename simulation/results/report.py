@@ -44,22 +44,6 @@ def _paper_numbers() -> tuple[dict, dict]:
 #: Sources in paper_numbers.toml.
 PAPER_TABLE3, BLINK_GNN_FACEBOOK = _paper_numbers()
 
-METHOD_LABELS = {
-    "hogs": "HoGS",
-    "hogs-edge": "HoGS",
-    "blink-hard": "BLink",
-    "blink-soft": "BLink (soft)",
-    "blink-hybrid": "BLink (hybrid)",
-    "fp-blink": "FP-BLink",
-    "ldpgen": "LDPGen",
-    "fp-ldpgen": "FP-LDPGen",
-    "solitude": "Solitude",
-    "rr": "RR",
-    "blink-fr": "BLink + FR",
-    "hogs-kprop": "TR + KProp",
-    "none": "non-private",
-    "features-only": "MLP floor",
-}
 DATASET_LABELS = {
     "cora": "Cora",
     "citeseer": "CiteSeer",
@@ -83,9 +67,12 @@ def method_of(row: dict[str, Any]) -> str:
 
 
 def method_label(method: str) -> str:
-    """A legend label: the paper's name, or a readable one for sweep variants."""
-    if method in METHOD_LABELS:
-        return METHOD_LABELS[method]
+    """A legend label: the protocol's (the paper's name), or a readable one for sweep
+    variants."""
+    from ldpgraph.protocols.registry import protocol_info, protocol_names
+
+    if method in protocol_names():
+        return protocol_info(method).label
     prefixes = (("hogs-d", "HoGS δ="), ("hogs-t", "HoGS τ="), ("hogs-kprop-k", "TR + KProp K="))
     for prefix, name in prefixes:
         if method.startswith(prefix):
@@ -141,7 +128,7 @@ def table3_markdown(
             if all(c == "–" for c in cells):
                 continue
             lines.append(
-                f"| {model.upper()} | {METHOD_LABELS[method]} | " + " | ".join(cells) + " |"
+                f"| {model.upper()} | {method_label(method)} | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
 

@@ -1,12 +1,12 @@
 """``solitude``: Solitude (Lin, Li, Wang, TIFS'22) as the HoGS paper reproduces it, in the
-"official-code" mode of specs/baselines.md §7.5 (``solitude_official``).
+mode of its official code (github.com/WanyuGroup/TIFS2022-Solitude).
 
 WHAT IS IMPLEMENTED
-- Client (HoGS's reproduction, §7.4): RR on the adjacency row with ε_a = (1−share)·ε and HoGS's
-  per-bit 1-bit mechanism on the features with ε_f = share·ε — exactly HoGS's client step, which
-  is reused (not copied). The diagonal is never reported (deviation: the official Solitude code
-  also perturbs the diagonal, §7.3 item 2).
-- Server, graph: the graph estimator of the official code as the spec analyses it (§7.3): one
+- Client (HoGS's reproduction, the HoGS paper Section V): RR on the adjacency row with ε_a =
+  (1−share)·ε and HoGS's per-bit 1-bit mechanism on the features with ε_f = share·ε — exactly HoGS's
+  client step, which is reused (not copied). The diagonal is never reported (deviation: the official
+  Solitude code also perturbs the diagonal).
+- Server, graph: the graph estimator of the official code, analysed: one
   step on ‖S − Ã‖_F + γ·L_GNN from S = Ã, a proximal L1 step (soft-threshold by
   ``l1_alpha``·``lr``), clamp to [0, 1]. At S = Ã the Frobenius term's gradient is 0 and L_GNN
   is computed on the perturbed graph, so it gives no gradient to S either; the step reduces to
@@ -18,11 +18,11 @@ WHAT IS IMPLEMENTED
 - Server, features: KProp with ``lx`` steps (LPGNN's operator: symmetric normalisation, no
   self-loops, isolated nodes zeroed, as the official code does) on the raw 1-bit reports, over
   the released graph. ``lx = 0`` releases the raw bits.
-- Labels: :func:`ldpgraph.protocols.kprop.label_kprop_targets` computes Solitude's label KProp
+- Labels: :func:`ldpgraph.protocols.ldp.kprop.label_kprop_targets` computes Solitude's label KProp
   targets softmax(Ā^{ly}·Y′) (validation labels included, test rows zeroed).
 
 WHAT IS NOT IMPLEMENTED
-- The "paper" mode (§7.5 ``solitude_paper``): a learned adjacency Â trained JOINTLY with the
+- The paper's mode (Lin, Li, Wang, TIFS'22): a learned adjacency Â trained JOINTLY with the
   GNN (GNN evaluated on Â, alternating θ/Â steps with ‖Â − Ã‖_F and ‖Â‖_1 regularisers). It
   needs the model in the loop (torch) and is not part of this protocol.
 - Label KProp in training: the trainer does not consume label targets yet, so ``ly`` must be 0
@@ -40,14 +40,16 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..params import Param
+from ..registry import register
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .hogs import HogsParams, HogsProtocol, hogs_privacy_report
 from .kprop import kprop
-from .types import NodeView, PrivacyReport, Release, Report
 
-#: The official code's estimator constants (§10.3): L1 proximal weight α and model lr.
+#: The official code's estimator constants: L1 proximal weight α and model lr.
 OFFICIAL_L1_ALPHA = 5e-4
 OFFICIAL_LR = 0.01
 
@@ -55,7 +57,7 @@ OFFICIAL_LR = 0.01
 def official_estimator_step(
     reported: sp.csr_matrix, l1_alpha: float = OFFICIAL_L1_ALPHA, lr: float = OFFICIAL_LR
 ) -> sp.csr_matrix:
-    """One estimator update of the official code from S = Ã (§7.3 step 10): the smooth part's
+    """One estimator update of the official code from S = Ã: the smooth part's
     gradient is 0 at S = Ã (see the module docstring), then soft-threshold by α·lr and clamp to
     [0, 1]. Returns S as a sparse matrix with zeros eliminated."""
     s = reported.astype(np.float64).tocsr(copy=True)
@@ -65,6 +67,24 @@ def official_estimator_step(
     return s
 
 
+LX = Param(
+    "lx",
+    int,
+    2,
+    "feature propagation steps (KProp of the 1-bit features over the released graph)",
+    low=0,
+    server_side=True,
+)
+LY = Param("ly", int, 0, "label propagation steps (only 0 is implemented)", low=0, server_side=True)
+
+
+@register(
+    "solitude",
+    label="Solitude",
+    params=(EPSILON, FEATURE_SHARE, LX, LY),
+    summary="Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
+    "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
+)
 class SolitudeProtocol(LdpProtocol):
     """Solitude (official-code mode) under HoGS's split: see the module docstring."""
 
@@ -72,7 +92,11 @@ class SolitudeProtocol(LdpProtocol):
     rounds = 1
 
     def __init__(
-        self, epsilon: float, feature_share: float = 0.5, lx: int = 2, ly: int = 0
+        self,
+        epsilon: float,
+        feature_share: float = FEATURE_SHARE.default,
+        lx: int = LX.default,
+        ly: int = LY.default,
     ) -> None:
         if int(lx) != lx or lx < 0:
             raise ValueError(f"lx must be a non-negative integer, got {lx}")

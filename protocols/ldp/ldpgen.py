@@ -1,6 +1,7 @@
 """LDPGen (Qin et al., CCS'17) as Blink_GNN implements it, and HoGS's FP-LDPGen.
 
-specs/baselines.md §6. Two reporting rounds, each followed by a server step:
+Following Blink_GNN's code (github.com/zhxchd/Blink_GNN). Two reporting rounds, each followed
+by a server step:
 
 Round 0 (phase 1). The initial partition ξ0 puts every node in one of ``k0`` groups uniformly
 at random (Blink_GNN: k0 = 2, a fair coin); it is public and derived from the run seed
@@ -35,10 +36,11 @@ the generator (phase 3, post-processing):
      (unordered pairs within a block), endpoints drawn ∝ δ̂, self-pairs and duplicates dropped.
 For ``fp-ldpgen`` the server then runs HoGS's feature reconstruction (Algorithm 3, ``steps``
 passes) on the reported bits X̃ with the sampled graph as P (weight 1, symmetrised): X̂_u is the
-mean X̃ over u's sampled neighbours, X̃_u when it has none (spec §6.6). ``ldpgen`` trains on the
+mean X̃ over u's sampled neighbours, X̃_u when it has none (our choice: the HoGS paper, Section V,
+does not say). ``ldpgen`` trains on the
 public features.
 
-Budget (spec §6.1, §6.6): ε_g = ε for ``ldpgen`` and (1 − feature_share)·ε for ``fp-ldpgen``;
+Budget: ε_g = ε for ``ldpgen`` and (1 − feature_share)·ε for ``fp-ldpgen``;
 ε1 = phase_share·ε_g, ε2 = (1 − phase_share)·ε_g (default phase_share = ½, Blink_GNN's even
 split); ε_f = feature_share·ε. round_epsilon(0) = ε1 (+ ε_f), round_epsilon(1) = ε2; they sum
 to ε. One changed adjacency bit A_uj moves exactly one entry of a degree vector by 1 (L1
@@ -58,15 +60,25 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    STEPS,
+    CuratorView,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
+from ..graph import canonical_edges
+from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..params import Param
+from ..registry import register
+from ..rng import DEGREE, node_rng, stage_rng
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .hogs import reconstruct_features
-from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features
-from .rng import DEGREE, node_rng, stage_rng
-from .types import NodeView, PrivacyReport, Release, Report
 
 GENERATORS = ("blinkgnn", "chunglu")
 #: Message keys of round 1: the number of groups k1 and ξ1 as int32 bytes.
@@ -200,15 +212,6 @@ def out_probabilities(dhat: np.ndarray, groups: np.ndarray, m: np.ndarray) -> np
     return np.clip(dhat * m[groups], 0.0, 1.0)
 
 
-def expected_directed_counts(q: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-    """E[#sampled ordered edges from C_a to C_b] = Σ_{u∈C_a} q_ub·|C_b \\ {u}|."""
-    sizes = np.bincount(groups, minlength=k).astype(np.float64)
-    pool = sizes[None, :] - (groups[:, None] == np.arange(k)[None, :])
-    out = np.zeros((k, k))
-    np.add.at(out, groups, q * pool)
-    return out
-
-
 def sample_distinct(
     counts: np.ndarray, pools: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -284,26 +287,6 @@ def sample_directed(
     return np.concatenate(parts).astype(np.int64)
 
 
-def chung_lu_expected(dhat: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
-    """Expected number of endpoint pairs per block pair a ≤ b of the symmetric generator (before
-    duplicates collapse): W_a·W_b/Ê_ab for a < b (W_a = Σ_{u∈C_a} δ̂_u[b], W_b = Σ_{v∈C_b} δ̂_v[a],
-    Ê_ab = (W_a + W_b)/2) and (W_a² − Σ_u δ̂_u[a]²)/(2W_a) within C_a. Upper triangle only."""
-    t = np.zeros((k, k))
-    np.add.at(t, groups, dhat)  # t[a, b] = Σ_{u∈C_a} δ̂_u[b]
-    sq = np.zeros(k)
-    np.add.at(sq, groups, dhat[np.arange(groups.shape[0]), groups] ** 2)
-    out = np.zeros((k, k))
-    for a in range(k):
-        for b in range(a, k):
-            if a == b:
-                w = t[a, a]
-                out[a, a] = (w * w - sq[a]) / (2.0 * w) if w > 0 else 0.0
-            else:
-                wa, wb = t[a, b], t[b, a]
-                out[a, b] = 2.0 * wa * wb / (wa + wb) if wa + wb > 0 else 0.0
-    return out
-
-
 def sample_chung_lu(
     dhat: np.ndarray, groups: np.ndarray, k: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -345,18 +328,41 @@ def sample_chung_lu(
 # ----------------------------------------------------------------------------- protocol
 
 
+K0 = Param("k0", int, 2, "groups of the initial random partition", low=1, high=MAX_GROUPS)
+K1 = Param("k1", int, 0, "groups after clustering (0: LDPGen's rule)", low=0)
+PHASE_SHARE = Param(
+    "phase_share",
+    float,
+    0.5,
+    "share of the graph budget spent in the first round",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+)
+GENERATOR = Param(
+    "generator",
+    str,
+    "blinkgnn",
+    "graph generator on the estimated blocks: " + ", ".join(GENERATORS),
+    choices=GENERATORS,
+    server_side=True,
+)
+_PARAMS = (EPSILON, K0, K1, PHASE_SHARE, GENERATOR)
+
+
 @dataclass(frozen=True)
 class LdpGenParams:
     """LDPGen parameters (see the module docstring for the budget split)."""
 
     epsilon: float
-    feature_share: float = 0.5
+    feature_share: float = FEATURE_SHARE.default
     public_features: bool = True
-    k0: int = 2
-    k1: int = 0  # 0: Blink_GNN's rule
-    phase_share: float = 0.5
-    generator: str = "blinkgnn"
-    steps: int = 1
+    k0: int = K0.default
+    k1: int = K1.default  # 0: Blink_GNN's rule
+    phase_share: float = PHASE_SHARE.default
+    generator: str = GENERATOR.default
+    steps: int = STEPS.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -396,10 +402,29 @@ class LdpGenParams:
         return 0.0 if self.public_features else self.epsilon - self.eps_graph
 
 
+@register(
+    "ldpgen",
+    label="LDPGen",
+    params=_PARAMS,
+    public_features=True,
+    summary="LDPGen (Blink_GNN's version): 2 rounds of discrete-Laplace degree vectors, "
+    "k-means, block generator; features public",
+)
+@register(
+    "fp-ldpgen",
+    label="FP-LDPGen",
+    params=(*_PARAMS, FEATURE_SHARE, STEPS),
+    summary="FP-LDPGen: LDPGen on (1-feature_share)·ε + 1-bit features + HoGS feature "
+    "reconstruction",
+)
 class LdpGenProtocol(LdpProtocol):
     """``ldpgen`` (edge LDP, public features) and ``fp-ldpgen`` (plus 1-bit features)."""
 
     rounds = 2
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> LdpGenProtocol:
+        return cls(LdpGenParams(public_features=name == "ldpgen", **params))
 
     def __init__(self, params: LdpGenParams) -> None:
         self.params = params

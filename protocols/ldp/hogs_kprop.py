@@ -1,5 +1,6 @@
-"""``hogs-kprop``: the HoGS ablation "TR + KProp (K = 1, 2)" (specs/003-hogs.md §5,
-specs/baselines.md §8.4).
+"""``hogs-kprop``: the HoGS ablation "TR + KProp (K = 1, 2)" (the HoGS paper, Xu et al.,
+Section V, ablation study; KProp from LPGNN, Sajadmanesh & Gatica-Perez, CCS'21, official code
+github.com/sisaman/LPGNN).
 
 Clients run HoGS's client step unchanged (RR row with ε_a = (1−share)·ε, 1-bit features with
 ε_f = share·ε). The server runs HoGS's topology reconstruction (TR) unchanged (edges where
@@ -22,24 +23,54 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import CuratorView, RoundResult
-from .hogs import HogsParams, HogsProtocol
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, RoundResult
+from ..params import Param
+from ..registry import register
+from ..types import Release
+from .hogs import TAU, HogsParams, HogsProtocol
 from .kprop import ISOLATED, NORMS, kprop
-from .types import Release
 
-#: The K values of the paper's ablation.
-PAPER_K = (1, 2)
+KPROP_K = Param(
+    "kprop_k", int, 1, "KProp steps K over the reconstructed graph", low=0, server_side=True
+)
+KPROP_NORM = Param(
+    "kprop_norm",
+    str,
+    "sym",
+    "KProp's operator: sym (LPGNN's D^-1/2 A D^-1/2) or mean (D^-1 A)",
+    choices=NORMS,
+    server_side=True,
+)
+KPROP_ISOLATED = Param(
+    "kprop_isolated",
+    str,
+    "keep",
+    "isolated nodes keep their noisy features (keep) or get zeros (zero, as LPGNN)",
+    choices=ISOLATED,
+    server_side=True,
+)
 
 
+@register(
+    "hogs-kprop",
+    label="TR + KProp",
+    params=(EPSILON, FEATURE_SHARE, TAU, KPROP_K, KPROP_NORM, KPROP_ISOLATED),
+    summary="ablation TR + KProp: HoGS topology + KProp (kprop_k steps) of the 1-bit features",
+)
 class HogsKpropProtocol(HogsProtocol):
     """HoGS topology + KProp features. ``params.steps`` is ignored (forced to 0)."""
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> HogsKpropProtocol:
+        hogs = HogsParams(params["epsilon"], params["feature_share"], params["tau"])
+        return cls(hogs, params["kprop_k"], params["kprop_norm"], params["kprop_isolated"])
 
     def __init__(
         self,
         params: HogsParams,
-        kprop_k: int = 1,
-        kprop_norm: str = "sym",
-        kprop_isolated: str = "keep",
+        kprop_k: int = KPROP_K.default,
+        kprop_norm: str = KPROP_NORM.default,
+        kprop_isolated: str = KPROP_ISOLATED.default,
     ) -> None:
         if params.public_features:
             raise ValueError("hogs-kprop needs private (1-bit) features")

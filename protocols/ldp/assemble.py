@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .types import Report
+from ..types import Report
 
 
 def adjacency_reports(

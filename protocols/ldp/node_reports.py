@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mechanisms import OneBit, RandomizedResponse
-from .rng import ADJACENCY, FEATURES, node_rng
-from .types import NodeView
+from ..mechanisms import OneBit, RandomizedResponse
+from ..rng import ADJACENCY, FEATURES, node_rng
+from ..types import NodeView
 
 
 def noisy_row(view: NodeView, epsilon: float, seed: int, round_: int) -> np.ndarray:

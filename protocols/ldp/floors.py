@@ -8,20 +8,27 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..registry import register
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .node_reports import noisy_features
-from .types import NodeView, PrivacyReport, Release, Report
 
 
+@register(
+    "none",
+    label="non-private",
+    summary="non-private: the original graph and features (upper bound)",
+)
 class NonPrivate(LdpProtocol):
     """``none``: nodes upload their true row and features (ε = ∞). Only nodes that trust the
     curator take part; the release is the original graph (the upper bound in every figure)."""
 
     name = "none"
     raw_upload = True
+    privacy_model = "none"
 
     def config(self) -> dict[str, Any]:
         return {"protocol": self.name}
@@ -81,6 +88,19 @@ class NonPrivate(LdpProtocol):
         )
 
 
+@register(
+    "features-only",
+    label="MLP floor",
+    params=(
+        EPSILON,
+        FEATURE_SHARE.but(
+            high_open=False,
+            help="share of ε spent on the 1-bit features (what HoGS spends on features at the "
+            "same ε and split); give it 1 for the MLP floor",
+        ),
+    ),
+    summary="feature-only floor: 1-bit features, no edges (train with --model mlp)",
+)
 class FeaturesOnly(LdpProtocol):
     """``features-only``: the MLP floor. Nodes send only their 1-bit-perturbed features with
     ε_f = feature_share·ε (what HoGS spends on features at the same ε and split); the release
@@ -88,7 +108,7 @@ class FeaturesOnly(LdpProtocol):
 
     name = "features-only"
 
-    def __init__(self, epsilon: float, feature_share: float = 0.5) -> None:
+    def __init__(self, epsilon: float, feature_share: float = FEATURE_SHARE.default) -> None:
         if not math.isfinite(epsilon) or epsilon <= 0:
             raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
         if not 0.0 < feature_share <= 1.0:

@@ -20,14 +20,24 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    STEPS,
+    CuratorView,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
+from ..graph import canonical_edges
+from ..mechanisms import flip_probability
+from ..params import Param
+from ..registry import register
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
-from .mechanisms import flip_probability
 from .node_reports import noisy_features, noisy_row
 from .similarity import FeatureRows
-from .types import NodeView, PrivacyReport, Release, Report
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5
@@ -256,14 +266,26 @@ def _sparse_dense_product(w: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         return (tw @ torch.from_numpy(np.ascontiguousarray(x))).numpy()
 
 
+TAU = Param(
+    "tau",
+    float,
+    0.5,
+    "edge threshold τ on the posterior P_ij: the release keeps the pairs with P_ij >= τ",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    server_side=True,
+)
+
+
 @dataclass(frozen=True)
 class HogsParams:
     """HoGS parameters. ``feature_share`` is the paper's δ: ε_f = share·ε, ε_a = (1−share)·ε."""
 
     epsilon: float
-    feature_share: float = 0.5
-    tau: float = 0.5
-    steps: int = 1
+    feature_share: float = FEATURE_SHARE.default
+    tau: float = TAU.default
+    steps: int = STEPS.default
     public_features: bool = False
 
     def __post_init__(self) -> None:
@@ -288,10 +310,27 @@ class HogsParams:
         return 0.0 if self.public_features else self.feature_share * self.epsilon
 
 
+@register(
+    "hogs",
+    label="HoGS",
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS),
+    summary="HoGS: edge LDP + feature LDP, homophily-based reconstruction",
+)
+@register(
+    "hogs-edge",
+    label="HoGS",
+    params=(EPSILON, TAU),
+    public_features=True,
+    summary="HoGS with edge LDP only; features public (Table III)",
+)
 class HogsProtocol(LdpProtocol):
     """``hogs`` (links and features private) and ``hogs-edge`` (edge LDP only, public features)."""
 
     rounds = 1
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> HogsProtocol:
+        return cls(HogsParams(public_features=name == "hogs-edge", **params))
 
     def __init__(self, params: HogsParams) -> None:
         self.params = params

@@ -1,30 +1,30 @@
 """BLink (Zhu, Tan, Xiao, CCS'23) and its HoGS-paper variants FP-BLink and "BLink + FR".
 
-Client (specs/baselines.md §4.1): node i sends its adjacency row through Warner RR with ε_a
-(diagonal never reported) and its degree plus discrete Laplace noise at ε_d (an integer, P[k] ∝
-e^{−ε_d|k|}; deviation: Blink adds real-valued Lap(0, 1/ε_d), which on a float is not ε-DP as
-implemented, see :mod:`ldpgraph.protocols.laplace`), with ε_d = degree_share·ε_g and
-ε_a = (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is the budget of the graph:
-ε itself when features are public (``blink-*``), (1 − feature_share)·ε when they are private
-(``fp-blink``, ``blink-fr``; then the node also sends its features through HoGS's 1-bit
-mechanism with ε_f = feature_share·ε, ``feature_share`` being HoGS's δ).
+Client (Blink's official code, github.com/zhxchd/Blink_GNN): node i sends its adjacency row through
+Warner RR with ε_a (diagonal never reported) and its degree plus discrete Laplace noise at ε_d (an
+integer, P[k] ∝ e^{−ε_d|k|}; deviation: Blink adds real-valued Lap(0, 1/ε_d), which on a float is
+not ε-DP as implemented, see :mod:`ldpgraph.protocols.laplace`), with ε_d = degree_share·ε_g and ε_a
+= (1 − degree_share)·ε_g. ``degree_share`` is Blink's δ; ε_g is the budget of the graph: ε itself
+when features are public (``blink-*``), (1 − feature_share)·ε when they are private (``fp-blink``,
+``blink-fr``; then the node also sends its features through HoGS's 1-bit mechanism with ε_f =
+feature_share·ε, ``feature_share`` being HoGS's δ).
 
-Server (§4.2–4.5):
+Server (the same code):
   A. clamp every noisy degree d̃_i to [1, n − 2];
   B. fit the β-model π_ij = σ(β_i + β_j) by Blink's Jacobi fixed point
      β_i ← log d̃_i − log Σ_{j≠i} 1/(e^{β_i} + e^{−β_j}) from β = 0, stopping when
      max|Δβ| < 1e-6 or after 200 iterations (the spec's rule; Blink_GNN always runs 200, and on
      real graphs the iteration is still moving at 200, so the cap is what decides);
   C. posterior P_ij = σ(β_i + β_j + 2ε_a(x_ij − 1)) with x_ij = Ã_ij + Ã_ji, the logit form of
-     the Bayes rule with the likelihoods of §1.1;
+     the Bayes rule with the likelihoods of Warner RR;
   D. the graph: ``hard`` keeps {P_ij > 0.5} unweighted; ``hybrid`` keeps the entries of P that
      are ≥ t, the K-th largest of the n² entries with K = ⌊Σ_{i,j} P_ij⌋ (ordered pairs; ties at t
      kept; K = 0 gives no edge), weighted by P; ``soft`` is the dense P in the paper (every pair
      weighted): here it keeps every pair with P_ij ≥ ``min_weight`` (default 1e-3), weighted by
      P, and reports the weight it drops (see below).
   E. (private features only) HoGS's feature reconstruction (Algorithm 3) with Blink's posterior
-     as link weights: V_i = {j : P_ij ≥ 0.5}, ``steps`` passes (baselines.md §5.2), reusing
-     :func:`ldpgraph.protocols.hogs.reconstruct_features`.
+     as link weights: V_i = {j : P_ij ≥ 0.5}, ``steps`` passes (FP-BLink as the HoGS paper
+     defines it, Section V), reusing :func:`ldpgraph.protocols.ldp.hogs.reconstruct_features`.
 
 Nodes that did not reply. Their pairs keep the likelihood of the bits that did arrive (each
 observed bit multiplies the odds by e^{±ε_a}, as HoGS's generalised likelihood does), and their
@@ -63,16 +63,73 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .accounting import ACCOUNTANT, bit_part, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, unit_summary
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    STEPS,
+    CuratorView,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
+from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..params import Param
+from ..registry import register
+from ..rng import DEGREE, node_rng
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from .node_reports import noisy_features, noisy_row
-from .rng import DEGREE, node_rng
-from .types import NodeView, PrivacyReport, Release, Report
 
 VARIANTS = ("hard", "soft", "hybrid")
+
+DEGREE_SHARE = Param(
+    "degree_share",
+    float,
+    0.1,
+    "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, "
+    "no adjacency report)",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+)
+MIN_WEIGHT = Param(
+    "min_weight",
+    float,
+    1e-3,
+    "soft variant: keeps the pairs with posterior P_ij >= this weight",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+    server_side=True,
+)
+VARIANT = Param(
+    "variant",
+    str,
+    "hard",
+    "how the posterior becomes edges: hard (P > 0.5), soft (weighted by P), hybrid",
+    choices=VARIANTS,
+    server_side=True,
+)
+SHARE1 = Param(
+    "share1",
+    float,
+    0.0,
+    "FP-BLink's δ1 (0: 1 − feature-share): ε_f = (1 − δ1)ε",
+    low=0.0,
+    high=1.0,
+)
+SHARE2 = Param(
+    "share2",
+    float,
+    0.0,
+    "FP-BLink's δ2 (0: 1 − degree-share): ε_a = δ1·δ2·ε, ε_d = δ1(1 − δ2)ε",
+    low=0.0,
+    high=1.0,
+)
+_PRIVATE_FEATURES = (EPSILON, FEATURE_SHARE, DEGREE_SHARE, STEPS, VARIANT, MIN_WEIGHT)
 #: The β-model fit: Blink_GNN's 200 Jacobi iterations, stopped early once max|Δβ| < tol.
 BETA_MAX_ITER = 200
 BETA_TOL = 1e-6
@@ -426,12 +483,12 @@ class BlinkParams:
     """
 
     epsilon: float
-    degree_share: float = 0.1
+    degree_share: float = DEGREE_SHARE.default
     feature_share: float = 0.0
     public_features: bool = True
-    variant: str = "hard"
-    steps: int = 1
-    min_weight: float = 1e-3
+    variant: str = VARIANT.default
+    steps: int = STEPS.default
+    min_weight: float = MIN_WEIGHT.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -477,6 +534,39 @@ class BlinkParams:
         return (1.0 - self.degree_share) * self.eps_graph
 
 
+@register(
+    "blink-hard",
+    label="BLink",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
+)
+@register(
+    "blink-soft",
+    label="BLink (soft)",
+    params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
+    public_features=True,
+    summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
+)
+@register(
+    "blink-hybrid",
+    label="BLink (hybrid)",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
+)
+@register(
+    "fp-blink",
+    label="FP-BLink",
+    params=(*_PRIVATE_FEATURES, SHARE1, SHARE2),
+    summary="FP-BLink: Blink + 1-bit features + HoGS feature reconstruction (share1, share2)",
+)
+@register(
+    "blink-fr",
+    label="BLink + FR",
+    params=_PRIVATE_FEATURES,
+    summary="ablation BLink + FR: Blink topology + HoGS feature reconstruction",
+)
 class BlinkProtocol(LdpProtocol):
     """``blink-hard|soft|hybrid`` (edge LDP, public features), ``fp-blink`` and ``blink-fr``
     (edge LDP + feature LDP, HoGS feature reconstruction on Blink's posterior).
@@ -488,6 +578,35 @@ class BlinkProtocol(LdpProtocol):
     """
 
     rounds = 1
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> BlinkProtocol:
+        epsilon, degree_share = params["epsilon"], params["degree_share"]
+        if name not in ("fp-blink", "blink-fr"):
+            variant = name.removeprefix("blink-")
+            min_weight = params.get("min_weight", MIN_WEIGHT.default)
+            blink = BlinkParams(epsilon, degree_share, variant=variant, min_weight=min_weight)
+            return cls(blink, name)
+        feature_share = params["feature_share"]
+        shares = None
+        if name == "fp-blink":
+            # FP-BLink (HoGS paper): ε_d = δ1(1−δ2)ε, ε_a = δ1δ2ε, ε_f = (1−δ1)ε, with
+            # δ1 = share1 and δ2 = share2; at 0 the run's feature_share and degree_share decide.
+            shares = (
+                params["share1"] or 1.0 - feature_share,
+                params["share2"] or 1.0 - degree_share,
+            )
+            feature_share, degree_share = 1.0 - shares[0], 1.0 - shares[1]
+        blink = BlinkParams(
+            epsilon,
+            degree_share=degree_share,
+            feature_share=feature_share,
+            public_features=False,
+            variant=params["variant"],
+            steps=params["steps"],
+            min_weight=params["min_weight"],
+        )
+        return cls(blink, name, shares)
 
     def __init__(
         self,

@@ -1,19 +1,21 @@
 """Plain randomized response: the noisy graph as it is, with no denoising.
 
-``rr-edge`` is the RR baseline of specs/baselines.md §3 (Blink_GNN's "RR"): each node reports
+``rr-edge`` is the "RR" baseline of Blink's official code (github.com/zhxchd/Blink_GNN, the
+code of Zhu, Tan, Xiao, CCS'23): each node reports
 its adjacency row through Warner RR with the whole ε (diagonal never reported) and the GNN
 trains on the public, true features.
 
-``rr`` is the same with HoGS's dual-privacy split (spec 003 §1, baselines.md §1.3): ε_a =
+``rr`` is the same with HoGS's dual-privacy split (the HoGS paper, Xu et al., Section III-B,
+Information Collection): ε_a =
 (1 − feature_share)·ε on the adjacency row and ε_f = feature_share·ε per feature bit through
 the 1-bit mechanism; the server keeps the raw noisy bits as the features (no reconstruction).
 ``feature_share`` is the HoGS paper's δ.
 
-Symmetrisation. Blink_GNN trains on the reported ones as a *directed* edge list (baselines.md
-§3.1); a :class:`Release` is undirected, so the server combines the two reports about a pair:
+Symmetrisation. Blink_GNN trains on the reported ones as a *directed* edge list; a
+:class:`Release` is undirected, so the server combines the two reports about a pair:
 ``combine="or"`` (default; an edge if either endpoint reported it: the undirected version of
 the directed RR graph, doubling the false-positive rate), ``"and"`` (both reported it; squares
-the keep probability) or ``"lower"`` (SymRR, baselines.md §3.2 without the repo's +1 offset: the
+the keep probability) or ``"lower"`` (Blink_GNN's SymRR without its +1 offset: the
 pair {i, j} takes the report of the node with the larger id). A node that did not reply has no
 report: under "or" its pairs rest on the other endpoint's bit, under "and" they are never
 edges, under "lower" they are edges iff the larger-id endpoint (if present) reported them.
@@ -27,14 +29,25 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..graph import canonical_edges
+from ..params import Param
+from ..registry import register
+from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .base import CuratorView, LdpProtocol, ReportSchema, RoundResult
-from .graph import canonical_edges
 from .node_reports import noisy_features, noisy_row
-from .types import NodeView, PrivacyReport, Release, Report
 
 COMBINE = ("or", "and", "lower")
+COMBINE_PARAM = Param(
+    "combine",
+    str,
+    "or",
+    "how the two reported bits of a pair make an edge: or (either), and (both), lower (the "
+    "lower-id endpoint's)",
+    choices=COMBINE,
+    server_side=True,
+)
 
 
 @dataclass(frozen=True)
@@ -42,9 +55,9 @@ class RRParams:
     """``feature_share`` is the HoGS paper's δ (ε_f = share·ε); ignored with public features."""
 
     epsilon: float
-    feature_share: float = 0.5
+    feature_share: float = FEATURE_SHARE.default
     public_features: bool = False
-    combine: str = "or"
+    combine: str = COMBINE_PARAM.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
@@ -86,10 +99,26 @@ def combine_reports(reported, combine: str) -> np.ndarray:
     return canonical_edges(pairs, n)
 
 
+@register(
+    "rr",
+    label="RR",
+    params=(EPSILON, FEATURE_SHARE, COMBINE_PARAM),
+    summary="plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising",
+)
+@register(
+    "rr-edge",
+    params=(EPSILON, COMBINE_PARAM),
+    public_features=True,
+    summary="plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
+)
 class RRProtocol(LdpProtocol):
     """``rr`` (RR adjacency + 1-bit features) and ``rr-edge`` (RR adjacency, public features)."""
 
     rounds = 1
+
+    @classmethod
+    def from_params(cls, name: str, **params: Any) -> RRProtocol:
+        return cls(RRParams(public_features=name == "rr-edge", **params))
 
     def __init__(self, params: RRParams) -> None:
         self.params = params

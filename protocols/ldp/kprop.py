@@ -1,4 +1,5 @@
-"""KProp (LPGNN, Sajadmanesh & Gatica-Perez), specs/baselines.md §8.2 and §8.4.
+"""KProp (LPGNN: Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS'21;
+official code github.com/sisaman/LPGNN).
 
 KProp_K(X) = Ā^K X over an undirected graph WITHOUT self-loops, computed sparsely (K sparse
 products, O(K·|E|·d)). Two operators:
@@ -10,7 +11,7 @@ products, O(K·|E|·d)). Two operators:
 
 Isolated nodes (degree 0): LPGNN masks 1/√0 to 0, so their rows become all-zero after any K ≥ 1
 (``isolated="zero"``). The HoGS "TR + KProp" ablation keeps X̃ for them instead
-(``isolated="keep"``, a deviation from LPGNN recommended by the spec, §8.4). With "keep", an
+(``isolated="keep"``, our deviation from LPGNN: the paper's ablation does not say). With "keep", an
 isolated node's row is carried through every step unchanged; it never influences other rows
 (it has no neighbours), so the two options differ only on isolated rows.
 
@@ -88,9 +89,9 @@ def label_kprop_targets(
     k: int,
     num_classes: int | None = None,
 ) -> np.ndarray:
-    """LPGNN/Solitude label propagation (§8.3 step 2): softmax(Ā^K·Y′) with Y′ the one-hot
-    labels of the ``known`` nodes and zero rows elsewhere (sym operator, isolated rows zero, as
-    LPGNN). Returns the n × c target distribution; the training target is its argmax."""
+    """LPGNN/Solitude label propagation (as LPGNN's official code does it): softmax(Ā^K·Y′) with Y′
+    the one-hot labels of the ``known`` nodes and zero rows elsewhere (sym operator, isolated rows
+    zero, as LPGNN). Returns the n × c target distribution; the training target is its argmax."""
     y = np.asarray(y, dtype=np.int64)
     c = int(num_classes if num_classes is not None else y.max() + 1)
     onehot = np.zeros((num_nodes, c))

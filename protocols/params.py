@@ -1,0 +1,89 @@
+"""A protocol parameter's declaration: name, type, default, allowed values, help, and whether
+the server applies it to reports it already has. Standard library only (the client imports it
+through every protocol module)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+class ProtocolParameterError(ValueError):
+    """A parameter the protocol does not declare, or a value outside its declared range."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One protocol parameter: its name (the run-configuration key, underscore form), type,
+    default, allowed range (``low``/``high``, open ends with ``low_open``/``high_open``) or
+    ``choices``, and help. ``server_side``: the server applies it to reports it already has
+    (post-processing): every value reuses the same reports and spends no budget."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[Any, ...] | None = None
+    server_side: bool = False
+
+    def but(self, **changes: Any) -> Param:
+        """This parameter with some attributes changed (a protocol's own range or help)."""
+        return replace(self, **changes)
+
+    @property
+    def allowed(self) -> str:
+        """The allowed values in words: ``(0, 1]``, ``>= 0``, ``one of: or, and``."""
+        if self.choices is not None:
+            return "one of: " + ", ".join(map(str, self.choices))
+        if self.low is not None and self.high is not None and self.low == self.high:
+            return f"{self.low:g}"
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"{left}{self.low:g}, {self.high:g}{right}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return "any " + self.type.__name__
+
+    def check(self, protocol: str, value: Any, key: str | None = None) -> Any:
+        """``value`` as this parameter's type, or :class:`ProtocolParameterError`; ``key``:
+        the name as the caller spells it (``feature-share`` on the command line)."""
+        key = key or self.name
+        value = self._coerce(key, protocol, value)
+        if self.choices is not None and value not in self.choices:
+            raise ProtocolParameterError(
+                f"unknown {key} {value!r}; choose {self.allowed} (protocol {protocol!r})"
+            )
+        if self.type in (int, float):
+            ok = math.isfinite(value)
+            if self.low is not None:
+                ok = ok and (value > self.low if self.low_open else value >= self.low)
+            if self.high is not None:
+                ok = ok and (value < self.high if self.high_open else value <= self.high)
+            if not ok:
+                raise ProtocolParameterError(
+                    f"{key} must be in {self.allowed} for protocol {protocol!r}, got {value!r}"
+                )
+        return value
+
+    def _coerce(self, key: str, protocol: str, value: Any) -> Any:
+        if self.type is bool:
+            if isinstance(value, bool):
+                return value
+        elif self.type is str:
+            if isinstance(value, str):
+                return value
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            if self.type is float:
+                return float(value)
+            if self.type is int and float(value).is_integer():
+                return int(value)
+        raise ProtocolParameterError(
+            f"{key} must be of type {self.type.__name__} for protocol {protocol!r}, got {value!r}"
+        )
