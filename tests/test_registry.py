@@ -27,7 +27,7 @@ from ldpgraph.protocols.registry import (
 from ldpgraph.simulation import cli
 from ldpgraph.simulation.config import ConfigError, RunConfig
 
-from .support.toy_central import ToyDegreeGraph, ToyMajority
+from .support.toy_central import ToyDegreeGraph, registered
 
 SMALL = "synthetic:n=120,classes=3,d=16,avg_degree=5,seed=1"
 
@@ -231,20 +231,8 @@ assert not bad, bad
 
 @pytest.fixture
 def toys():
-    """The two toy central strategies, registered as a plug-in would register them: one by
-    its import path (imported on first use), one by its class."""
-    registry.register(
-        "toy-degree",
-        "tests.support.toy_central:ToyDegreeGraph",
-        params=(EPSILON,),
-        summary="toy: discrete-Laplace degrees, Chung–Lu graph",
-    )
-    registry.register("toy-majority", ToyMajority, params=(EPSILON,), label="Majority")
-    try:
+    with registered():
         yield
-    finally:
-        registry.unregister("toy-degree")
-        registry.unregister("toy-majority")
 
 
 def test_runtime_registration_and_unregister(toys):

@@ -12,6 +12,9 @@ mechanisms we ship): each is one small class on :class:`CentralStrategy`, as a r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from ldpgraph.protocols.base import CuratorView
@@ -95,3 +98,24 @@ class ToyMajority(_Toy):
         return Release.of_model(
             model, graph.num_nodes, self.privacy_report(), {"noisy_counts": noisy.tolist()}
         )
+
+
+@contextmanager
+def registered() -> Iterator[None]:
+    """Both toys in the protocol registry, as a plug-in registers them (one by its import
+    path, imported on first use; one by its class); removed afterwards."""
+    from ldpgraph.protocols import registry
+    from ldpgraph.protocols.base import EPSILON
+
+    registry.register(
+        "toy-degree",
+        "tests.support.toy_central:ToyDegreeGraph",
+        params=(EPSILON,),
+        summary="toy: discrete-Laplace degrees, Chung–Lu graph",
+    )
+    registry.register("toy-majority", ToyMajority, params=(EPSILON,), label="Majority")
+    try:
+        yield
+    finally:
+        registry.unregister("toy-degree")
+        registry.unregister("toy-majority")
