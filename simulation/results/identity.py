@@ -4,8 +4,13 @@
 run's result, seed included; ``config_hash`` is the same without the seed, so the repeats of one
 configuration group together. Keys that only say where or how a run executes (data root, run
 directory, device, collection backend, Ray settings, timeouts) are left out: the backends give
-the same reports for the same seed. Stored runs keep their identity across releases: a key added
-later is left out of the hash at the value it was added with (:data:`ADDED_KEY_DEFAULTS`).
+the same reports for the same seed. So are the parameters of other protocols (identity version
+2): a HoGS run's result does not depend on Blink's degree share, and a protocol added with new
+parameters leaves every stored run's identity alone. ε stays in every identity (the store files
+runs by it, even those of ``none``, which ignores it). Stores keyed by version 1 (every
+protocol's parameters) are re-keyed once when opened (:mod:`.store`). Stored runs keep their
+identity across releases: a key added later is left out of the hash at the value it was added
+with (:data:`ADDED_KEY_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -81,22 +86,47 @@ def _canon(value: Any) -> Any:
     return str(value)
 
 
-def config_hash(config: Any, exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed")) -> str:
+#: Which keys a hash covers: 1 = every protocol's parameters (stores before the registry),
+#: 2 = the chosen protocol's only.
+IDENTITY_VERSION = 2
+
+
+def other_protocols_keys(config: dict[str, Any]) -> set[str]:
+    """The protocol parameters of ``config`` that its protocol does not declare (ε excepted).
+    For a protocol this ldpgraph does not know (a plug-in not registered now) nothing is left
+    out, so its identity cannot shrink by accident."""
+    from ldpgraph.protocols import registry
+
+    try:
+        declared = set(registry.protocol_info(str(config.get("protocol"))).param_names)
+    except registry.UnknownProtocolError:
+        return set()
+    return set(registry.parameters()) - declared - {"epsilon"}
+
+
+def config_hash(
+    config: Any,
+    exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed"),
+    version: int = IDENTITY_VERSION,
+) -> str:
     """SHA-256 of the canonical JSON of ``config`` without the keys matching ``exclude``
-    (fnmatch patterns). By default the seed is left out too: repeats of one configuration
-    share this hash."""
+    (fnmatch patterns) and, from identity ``version`` 2 on, without the parameters of other
+    protocols. By default the seed is left out too: repeats of one configuration share this
+    hash."""
     patterns = tuple(exclude)
     cfg = canonical_config(config)
+    others = other_protocols_keys(cfg) if version >= 2 else set()
     kept = {
         k: _canon(v)
         for k, v in cfg.items()
         if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
         and not (k in ADDED_KEY_DEFAULTS and v == ADDED_KEY_DEFAULTS[k])
+        and k not in others
     }
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_key(config: Any) -> str:
+def run_key(config: Any, version: int = IDENTITY_VERSION) -> str:
     """The identity of one run: :func:`config_hash` with the seed included."""
-    return config_hash(config, exclude=NON_RESULT_KEYS)
+    return config_hash(config, exclude=NON_RESULT_KEYS, version=version)

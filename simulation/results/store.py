@@ -32,8 +32,10 @@ from typing import Any
 
 from .identity import ADDED_KEY_DEFAULTS, canonical_config, config_hash, run_key
 
-#: Version of the table layout below; a store written by a newer ldpgraph is refused.
-SCHEMA_VERSION = 1
+#: Version of the store: 1 keyed runs by every protocol's parameters, 2 by the chosen
+#: protocol's only (identity version 2); a version-1 store is re-keyed once when opened
+#: (:meth:`ResultsStore._rekey_from_1`). A store written by a newer ldpgraph is refused.
+SCHEMA_VERSION = 2
 #: Environment variable naming the default store.
 STORE_ENV = "LDPGRAPH_STORE"
 DEFAULT_STORE = Path("results") / "ldpgraph.db"
@@ -268,9 +270,62 @@ class ResultsStore:
                 f"the results store {self.path} has schema version {version}, newer than this "
                 f"ldpgraph understands ({SCHEMA_VERSION}): upgrade ldpgraph to read it"
             )
-        if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
+        if version == 1:
+            self._rekey_from_1()
+            version = SCHEMA_VERSION
+        elif version < SCHEMA_VERSION:
             raise StoreError(f"the results store {self.path} has an unknown old schema {version}")
         self.schema_version = version
+
+    def _rekey_from_1(self) -> None:
+        """Re-key a version-1 store once: every row's ``run_key`` and ``config_hash`` from its
+        stored configuration with today's identity, which leaves out the parameters of other
+        protocols. Rows that were different runs only by a parameter their protocol ignores
+        become one run: the first finished one stays (else the first), the others move, whole,
+        to the table ``superseded_runs`` — nothing is deleted. One transaction; a store another
+        process has migrated meanwhile is left alone."""
+        with self._write() as con:
+            (version,) = con.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+            if int(version) != 1:
+                return
+            rows = con.execute("SELECT id, status, config FROM runs ORDER BY id").fetchall()
+            keep: dict[str, int] = {}
+            hashes: dict[int, tuple[str, str]] = {}
+            for row_id, status, config in rows:
+                cfg = json.loads(config)
+                key = run_key(cfg)
+                hashes[row_id] = (key, config_hash(cfg))
+                first = keep.get(key)
+                if first is None or (status == "done" and self._status(first) != "done"):
+                    keep[key] = row_id
+            dropped = [row_id for row_id in hashes if row_id not in set(keep.values())]
+            con.execute("CREATE TABLE IF NOT EXISTS superseded_runs AS SELECT * FROM runs WHERE 0")
+            for row_id in dropped:
+                con.execute(
+                    "INSERT INTO superseded_runs SELECT * FROM runs WHERE id = ?", (row_id,)
+                )
+                con.execute("DELETE FROM runs WHERE id = ?", (row_id,))
+            # Through a temporary key: a new key may equal another row's old one.
+            con.execute("UPDATE runs SET run_key = 'v1:' || run_key")
+            for row_id in keep.values():
+                key, group = hashes[row_id]
+                con.execute(
+                    "UPDATE runs SET run_key = ?, config_hash = ? WHERE id = ?",
+                    (key, group, row_id),
+                )
+            con.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+            con.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('rekeyed_from_1', ?)",
+                (f"{_iso(_now())}; {len(dropped)} duplicate run(s) moved to superseded_runs",),
+            )
+
+    def _status(self, row_id: int) -> str:
+        (status,) = self._con.execute("SELECT status FROM runs WHERE id = ?", (row_id,)).fetchone()
+        return str(status)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

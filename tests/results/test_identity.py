@@ -58,12 +58,15 @@ def test_keys_added_later_keep_old_run_identities():
     with the defaults of that time: feature_share 0.5, no centring)."""
     golden = "878e6eb568bd6cae08b3451ea50523dd1d71bcc37c92597abc3629cd075e4f4f"
     old_defaults = RunConfig(feature_share=0.5, center_features=False)
-    assert config_hash(old_defaults) == golden
+    assert config_hash(old_defaults, version=1) == golden
     stored_before_the_key = {
         k: v for k, v in old_defaults.to_dict().items() if k != "center_features"
     }
-    assert config_hash(stored_before_the_key) == golden
-    assert config_hash({**stored_before_the_key, "center_features": True}) != golden
+    assert config_hash(stored_before_the_key, version=1) == golden
+    assert config_hash({**stored_before_the_key, "center_features": True}, version=1) != golden
+    # Version 2 leaves other protocols' parameters out: a new key, once, by a migration.
+    assert config_hash(old_defaults) != golden
+    assert config_hash(stored_before_the_key) == config_hash(old_defaults)
     assert set(identity.ADDED_KEY_DEFAULTS) <= set(RunConfig().to_dict())
 
 
@@ -80,3 +83,21 @@ def test_changed_defaults_leave_stored_identities_alone():
     del stored["center_features"]  # recorded before the key existed
     assert canonical_config(stored)["center_features"] is False
     assert run_key(stored) == run_key(RunConfig(feature_share=0.5, center_features=False))
+
+
+def test_only_the_chosen_protocols_parameters_make_the_identity():
+    hogs = cfg(protocol="hogs")
+    assert run_key({**hogs, "degree_share": 0.3, "combine": "and", "k0": 5}) == run_key(hogs)
+    assert run_key({**hogs, "tau": 0.3}) != run_key(hogs)
+    blink = cfg(protocol="blink-hard")
+    assert run_key({**blink, "degree_share": 0.3}) != run_key(blink)
+    assert run_key({**blink, "tau": 0.3}) == run_key(blink)
+    # ε stays in every identity, even for `none`, which ignores it (runs are filed by ε).
+    none = cfg(protocol="none", trust_curator=True)
+    assert run_key({**none, "epsilon": 2.0}) != run_key(none)
+    assert identity.other_protocols_keys(hogs) >= {"degree_share", "combine", "k0", "lx"}
+    assert "epsilon" not in identity.other_protocols_keys(none)
+    # A protocol not registered now keeps every key (its identity cannot shrink by accident).
+    plug_in = {**hogs, "protocol": "not-registered-here"}
+    assert identity.other_protocols_keys(plug_in) == set()
+    assert run_key({**plug_in, "degree_share": 0.3}) != run_key(plug_in)

@@ -18,7 +18,7 @@ import pytest
 from ldpgraph.simulation import cli
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.results import store, tables
-from ldpgraph.simulation.results.identity import canonical_config
+from ldpgraph.simulation.results.identity import canonical_config, config_hash, run_key
 from ldpgraph.simulation.results.store import (
     ResultsStore,
     StoreError,
@@ -281,6 +281,60 @@ def test_wal_and_schema_version(tmp_path):
     con.close()
     with pytest.raises(StoreError, match="schema version 99, newer"):
         ResultsStore(path)
+
+
+def _as_version_1(path) -> None:
+    """Turn a store back into what ldpgraph wrote before identity version 2: every row keyed
+    by all protocols' parameters, schema version 1."""
+    con = sqlite3.connect(path)
+    for row_id, config in con.execute("SELECT id, config FROM runs").fetchall():
+        c = json.loads(config)
+        con.execute(
+            "UPDATE runs SET run_key = ?, config_hash = ? WHERE id = ?",
+            (run_key(c, version=1), config_hash(c, version=1), row_id),
+        )
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+
+def test_a_version_1_store_is_rekeyed_once_and_keeps_every_row(tmp_path):
+    """Two stored HoGS runs that differed only in Blink's degree share are one run under
+    identity 2: the first finished one stays, the other moves to superseded_runs; a sweep
+    then finds every stored run done (it resumes, recomputing nothing)."""
+    path = tmp_path / "r.db"
+    hogs = cfg(protocol="hogs", seed=1)
+    twin = {**hogs, "degree_share": 0.3}  # a key HoGS never reads
+    blink = cfg(protocol="blink-hard", seed=1)
+    failed = cfg(protocol="hogs", seed=2)
+    with ResultsStore(path) as s:
+        for c in (hogs, blink):
+            assert s.claim(c)
+            s.finish(c, fake_record(c))
+        assert s.claim(failed)
+        s.fail(failed, "boom")
+        # written before identity 2, the twin was a run of its own
+    _as_version_1(path)
+    con = sqlite3.connect(path)
+    con.execute(
+        "INSERT INTO runs (run_key, config_hash, status, config, test_acc) "
+        "VALUES (?, ?, 'done', ?, 0.7)",
+        (run_key(twin, version=1), config_hash(twin, version=1), json.dumps(twin)),
+    )
+    con.commit()
+    con.close()
+    with ResultsStore(path) as s:
+        assert s.schema_version == store.SCHEMA_VERSION == 2
+        assert s.is_done(hogs) and s.is_done(twin) and s.is_done(blink)
+        assert s.get(hogs)["test_acc"] == 0.5  # the first finished run stayed
+        assert not s.is_done(failed) and s.claim(failed)  # a failed run is still redone
+        assert len(s.rows()) == 3
+        moved = s._con.execute("SELECT config, test_acc FROM superseded_runs").fetchall()
+        assert [(json.loads(c)["degree_share"], acc) for c, acc in moved] == [(0.3, 0.7)]
+        note = s._con.execute("SELECT value FROM meta WHERE key = 'rekeyed_from_1'").fetchone()
+        assert "1 duplicate run(s) moved" in note[0]
+    with ResultsStore(path) as s:  # once only
+        assert len(s._con.execute("SELECT * FROM superseded_runs").fetchall()) == 1
 
 
 def test_not_a_store(tmp_path):
