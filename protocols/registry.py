@@ -18,7 +18,6 @@ Standard library only: the client imports this.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -28,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .params import Param, ProtocolParameterError
+from .params import Param, ProtocolParameterError, did_you_mean
 
 if TYPE_CHECKING:
     from .base import LdpProtocol
@@ -76,11 +75,9 @@ class ProtocolInfo:
         known = self.param_names
         for key in params:
             if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ProtocolParameterError(
-                    f"protocol {self.name!r} has no parameter {key!r}{hint}; it accepts: "
-                    + (", ".join(known) or "none")
+                    f"protocol {self.name!r} has no parameter {key!r}{did_you_mean(key, known)}; "
+                    "it accepts: " + (", ".join(known) or "none")
                 )
         return {p.name: p.check(self.name, params.get(p.name, p.default)) for p in self.params}
 
@@ -191,10 +188,9 @@ def protocol_info(name: str) -> ProtocolInfo:
             raise RuntimeError(f"{module} does not register protocol {name!r}")
     if info is None:
         names = protocol_names()
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UnknownProtocolError(
-            f"unknown protocol {name!r}{hint}; choose one of: {', '.join(names)}"
+            f"unknown protocol {name!r}{did_you_mean(name, names)}; choose one of: "
+            + ", ".join(names)
         )
     return info
 

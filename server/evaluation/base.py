@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -10,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.params import did_you_mean
 from ldpgraph.protocols.types import Release
 
 #: Metric names → "module:Class" (imported when first used, so a heavy metric costs nothing
@@ -92,10 +92,9 @@ def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
         return tuple(METRICS)
     for name in names:
         if name not in METRICS:
-            near = difflib.get_close_matches(name, METRICS, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise UnknownMetricError(
-                f"unknown metric {name!r}{hint}; choose from: {', '.join(METRICS)}, all"
+                f"unknown metric {name!r}{did_you_mean(name, METRICS)}; choose from: "
+                f"{', '.join(METRICS)}, all"
             )
     return tuple(m for m in METRICS if m in names)
 
