@@ -32,6 +32,8 @@ def hiding_metric():
     """A metric that hides every 10th edge before collection and reports how many the release
     recovered (the shape link-prediction takes)."""
 
+    evaluation.metric_names()  # the package's own metrics first, as in a real process
+
     @register_metric
     class HideEdges(Metric):
         name = "hide-test"
@@ -50,7 +52,6 @@ def hiding_metric():
 
     yield HideEdges
     METRICS.pop("hide-test")
-    evaluation.base._LOADED.pop("hide-test")
 
 
 @pytest.fixture(scope="module")

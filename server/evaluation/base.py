@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -12,14 +13,15 @@ from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.params import did_you_mean
 from ldpgraph.protocols.types import Release
 
-#: Metric names → "module:Class" (imported when first used, so a heavy metric costs nothing
-#: until chosen). Modules in this package register themselves here with :func:`register_metric`.
-METRICS: dict[str, str] = {"accuracy": "ldpgraph.server.evaluation.accuracy:Accuracy"}
+#: Metric names → classes, in the order they registered. Every module of this package
+#: registers its metrics with :func:`register_metric` when it is imported; the package's
+#: modules are imported once, on the first lookup (:func:`_discover`), so a new metric is one
+#: module here and nothing else. Keep heavy imports (torch, networkx) inside a metric's
+#: methods: choosing metrics must stay cheap.
+METRICS: dict[str, type[Metric]] = {}
 
 #: What a run evaluates unless told otherwise.
 DEFAULT_METRICS: tuple[str, ...] = ("accuracy",)
-
-_LOADED: dict[str, type[Metric]] = {}
 
 
 class UnknownMetricError(ValueError):
@@ -72,18 +74,34 @@ def register_metric(cls: type[Metric]) -> type[Metric]:
     """Class decorator: make ``cls`` available under ``cls.name``."""
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
-    METRICS[cls.name] = f"{cls.__module__}:{cls.__qualname__}"
-    _LOADED[cls.name] = cls
+    METRICS[cls.name] = cls
     return cls
 
 
+def _discover() -> None:
+    """Import every module of this package once (each registers its metrics)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    package = importlib.import_module(__package__ or "ldpgraph.server.evaluation")
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "base":
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+_DISCOVERED = False
+
+
 def metric_names() -> tuple[str, ...]:
+    _discover()
     return tuple(METRICS)
 
 
 def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
     """Parse a ``--metrics`` value (comma-separated names, or ``all``) into known names in
     registry order; an unknown name is an error with the nearest known one."""
+    _discover()
     if isinstance(names, str):
         names = [part.strip() for part in names.split(",") if part.strip()]
     if not names:
@@ -100,14 +118,9 @@ def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def get_metric(name: str) -> Metric:
-    cls = _LOADED.get(name)
-    if cls is None:
-        if name not in METRICS:
-            resolve_metrics([name])  # raises with the suggestion
-        module, _, qualname = METRICS[name].partition(":")
-        cls = getattr(importlib.import_module(module), qualname)
-        _LOADED[name] = cls
-    return cls()
+    """A fresh instance of metric ``name`` (an unknown name is an error with a suggestion)."""
+    resolve_metrics([name])
+    return METRICS[name]()
 
 
 def prepare(names: Sequence[str], graph: Graph, seed: int) -> Prepared:
