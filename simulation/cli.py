@@ -754,8 +754,8 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .experiment import load_experiment
-    from .sweep import format_dry_run, run_sweep
+    from .sweep.experiment import load_experiment
+    from .sweep.run import format_dry_run, run_sweep
 
     if args.workers is not None and args.workers < 0:
         raise UserError(f"--workers must be >= 0 (0: in this process), got {args.workers}")

@@ -113,7 +113,7 @@ def test_features_only_accepts_the_whole_budget_but_hogs_does_not():
 
 def test_derived_sets_equal_the_former_hand_lists():
     from ldpgraph.simulation.results.report import method_label
-    from ldpgraph.simulation.sweep import SERVER_KEYS
+    from ldpgraph.simulation.sweep.run import SERVER_KEYS
 
     assert set(protocol_names()) == OLD_PROTOCOLS
     assert registry.public_feature_protocols() == OLD_PUBLIC_FEATURES

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldpgraph.simulation import sweep as sw
 from ldpgraph.simulation.cli import main
-from ldpgraph.simulation.experiment import (
+from ldpgraph.simulation.results.store import ResultsStore
+from ldpgraph.simulation.sweep import run as sw
+from ldpgraph.simulation.sweep.experiment import (
     ExperimentError,
     load_experiment,
     parse_experiment,
 )
-from ldpgraph.simulation.results.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SYN = "synthetic:n=150,classes=3,d=20"
@@ -413,7 +413,7 @@ def test_node_spending_counts_collections_not_post_processing():
     """Tuning τ, l or training reuses a collection (free); tuning the split or the seed asks
     every node again, and a node's ε adds up over those collections."""
     from ldpgraph.simulation.config import RunConfig
-    from ldpgraph.simulation.sweep import node_spending
+    from ldpgraph.simulation.sweep.run import node_spending
 
     cfgs = [
         RunConfig(epsilon=4.0, feature_share=share, seed=seed, tau=tau, lr=lr).to_dict()

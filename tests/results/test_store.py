@@ -468,8 +468,8 @@ def test_sweep_will_not_resume_runs_made_under_a_former_default(tmp_path):
     import tomllib
 
     from ldpgraph.simulation.config import ConfigError
-    from ldpgraph.simulation.experiment import parse_experiment
-    from ldpgraph.simulation.sweep import run_sweep
+    from ldpgraph.simulation.sweep.experiment import parse_experiment
+    from ldpgraph.simulation.sweep.run import run_sweep
 
     text = f"""
 name = "old"

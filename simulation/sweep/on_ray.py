@@ -1,6 +1,6 @@
 """``ldpgraph sweep --ray-address``: the sweep's units as tasks on an existing Ray cluster.
 
-The same units as the process pool (:func:`ldpgraph.simulation.sweep.run_unit`), with one
+The same units as the process pool (:func:`ldpgraph.simulation.sweep.run.run_unit`), with one
 difference that shapes this module: the results store is a SQLite file on the driver's machine,
 which the cluster's machines cannot write. So the driver
 
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .config import ConfigError
+from ..config import ConfigError
 
 #: Seconds between checks for finished trainings (and for Ctrl-C).
 POLL = 0.5
@@ -96,9 +96,9 @@ def execute_on_ray(
     ``address``; record results as they come."""
     import ray
 
-    from .raycluster import connect
-    from .results.identity import run_key
-    from .results.store import ResultsStore
+    from ..raycluster import connect
+    from ..results.identity import run_key
+    from ..results.store import ResultsStore
 
     flower = sorted({t.config.get("backend") for u in units for t in u.trainings} - {"local"})
     if flower:
@@ -154,7 +154,7 @@ def _take(
     """Record the next result of one task (or its end)."""
     import ray
 
-    from .results.identity import run_key
+    from ..results.identity import run_key
 
     todo = running[gen]
     try:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .config import MODELS, ConfigError, RunConfig
+from ..config import MODELS, ConfigError, RunConfig
 
 TOP_KEYS = {
     "name",
@@ -202,7 +202,7 @@ def _check_value(path: str, where: str, key: str, value: Any) -> Any:
     if kind is float and not math.isfinite(value):
         raise _fail(path, where, f"must be finite, got {value!r}")
     if name == "backend":
-        from .config import BACKENDS
+        from ..config import BACKENDS
 
         if value not in BACKENDS:
             raise _fail(path, where, f"unknown backend {value!r}; choose from {BACKENDS}")
@@ -241,7 +241,7 @@ def _grid_table(path: str, where: str, table: Any) -> dict[str, list[Any]]:
 def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experiment:
     """Validate a parsed experiment file (protocol names are checked by :meth:`check_protocols`
     so that files naming protocols still being written can be read, counted and listed)."""
-    from .datasets import load_dataset  # noqa: F401  (dataset names checked below)
+    from ..datasets import load_dataset  # noqa: F401  (dataset names checked below)
 
     unknown = [k for k in data if _key(k) not in TOP_KEYS]
     if unknown:
@@ -360,7 +360,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
 
 
 def _check_dataset(path: str, ds: str) -> None:
-    from .datasets import DatasetError, parse_dataset_spec
+    from ..datasets import DatasetError, parse_dataset_spec
 
     try:
         parse_dataset_spec(ds)

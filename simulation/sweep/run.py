@@ -1,7 +1,7 @@
 """``ldpgraph sweep FILE``: the paper's grid search, resumable, parallel, reusing releases.
 
 For every cell (dataset, protocol entry, model, ε) of an experiment file
-(:mod:`ldpgraph.simulation.experiment`):
+(:mod:`ldpgraph.simulation.sweep.experiment`):
 
 * **search**: every configuration of the chosen grid runs ``runs_per_config`` times with seeds
   ``seed .. seed+runs-1``; the configuration with the best mean validation accuracy wins (ties:
@@ -40,7 +40,7 @@ from typing import Any
 
 from ldpgraph.protocols.registry import server_side_keys
 
-from .config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig
 from .experiment import FINAL_SEED_OFFSET, Cell, Experiment, Grid
 
 #: Keys that only change the training, not the release.
@@ -240,7 +240,7 @@ _GRAPHS: dict[tuple[str, str], Any] = {}
 
 
 def _graph(cfg: RunConfig) -> Any:
-    from .datasets import load_dataset
+    from ..datasets import load_dataset
 
     key = (cfg.dataset, cfg.data_root)
     if key not in _GRAPHS:
@@ -262,8 +262,8 @@ def run_unit(
     ``is_done``/``claim``/``finish``/``fail`` (a Ray task hands its results to the driver)."""
     import contextlib
 
-    from . import pipeline
-    from .results.store import ResultsStore
+    from .. import pipeline
+    from ..results.store import ResultsStore
 
     def told(n: int = 1) -> None:
         if tick is None:
@@ -345,8 +345,8 @@ def _execute(
         stats.trained += c["trained"]
         stats.failed += c["failed"]
 
-    if ray_address:  # units as tasks on an existing Ray cluster (see ray_sweep)
-        from .ray_sweep import execute_on_ray
+    if ray_address:  # units as tasks on an existing Ray cluster (see on_ray)
+        from .on_ray import execute_on_ray
 
         execute_on_ray(units, store_path, sweep, ray_address, bar, add, run_unit)
         return
@@ -385,13 +385,13 @@ def _drain(queue: Any, bar: Any) -> None:
 
 
 def _size(dataset: str, data_root: str) -> tuple[int, int]:
-    from .datasets import DATASETS, parse_dataset_spec
+    from ..datasets import DATASETS, parse_dataset_spec
 
     name, params = parse_dataset_spec(dataset)
     info = DATASETS[name]
     if info.expected is not None and not params:
         return info.expected.nodes, info.expected.features
-    from .datasets import load_dataset
+    from ..datasets import load_dataset
 
     g = load_dataset(dataset, data_root or None)
     return g.num_nodes, g.num_features
@@ -433,7 +433,7 @@ def _check_former_defaults(
     made under a former default (results.identity.CHANGED_DEFAULTS) that the file still leaves
     to the default: resuming would silently start over with the new value beside the old
     runs."""
-    from .results.identity import CHANGED_DEFAULTS
+    from ..results.identity import CHANGED_DEFAULTS
 
     current = RunConfig()
     for key, former in CHANGED_DEFAULTS.items():
@@ -482,8 +482,8 @@ def run_sweep(
     ``only`` keeps the cells whose dataset / protocol (entry label) / model / epsilon is among
     the given values (see :func:`select_cells`); ``limit`` then keeps the first N of those.
     ``ray_address``: run the units as tasks on that Ray cluster instead of local processes."""
-    from .results.identity import config_hash
-    from .results.store import ResultsStore
+    from ..results.identity import config_hash
+    from ..results.store import ResultsStore
 
     grid = exp.grid(grid_name)
     if not dry_run:
