@@ -18,59 +18,7 @@ from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary
 
-from .config import (
-    BACKENDS,
-    MODELS,
-    SELECTIONS,
-    SPLIT_MODES,
-    ConfigError,
-    RunConfig,
-)
-
-#: Help of the run keys that are not protocol parameters (those come from the registry:
-#: :func:`protocol_help`).
-HELP = {
-    "dataset": "dataset name (see `ldpgraph datasets`), or a synthetic spec such as "
-    "'synthetic:n=2000,classes=4,homophily=0.9'",
-    "model": "GNN trained on the release: " + ", ".join(MODELS),
-    "lr": "Adam learning rate",
-    "dropout": "dropout after the first layer",
-    "weight_decay": "Adam weight decay",
-    "epochs": "training epochs (the epoch with the best validation accuracy is kept)",
-    "hidden": "hidden units",
-    "selection": "which epoch training keeps, and which configuration a sweep picks: val_acc "
-    "(highest validation accuracy, the HoGS protocol) or val_loss (lowest validation loss, "
-    "Blink_GNN's protocol)",
-    "normalize_features": "row-normalise the features before training (PyG's NormalizeFeatures, "
-    "as Blink_GNN does); server-side post-processing, no budget",
-    "center_features": "subtract each feature column's mean before training (keeps dense noisy "
-    "1-bit features from locking the model onto one class); post-processing, no budget; "
-    "--no-center-features trains on the release as it is",
-    "seed": "run seed: every random draw derives from it",
-    "train_split": "fraction of nodes for training",
-    "val_split": "fraction of nodes for validation (the rest is the test set)",
-    "split_mode": "seeded: a split drawn from the run seed; blinkgnn: Blink_GNN's one fixed split "
-    "(scikit-learn's train_test_split with random_state=42), as its published numbers used",
-    "data_root": "offline dataset mirror (default: $LDPGRAPH_DATA, else download)",
-    "backend": "how reports are collected: " + ", ".join(BACKENDS),
-    "device": "training device: auto, cpu, cuda",
-    "nodes_per_client": "logical node-clients per simulated SuperNode (0: automatic, at most "
-    "256 SuperNodes)",
-    "ray_actors": "Ray actors running ClientApps (0: one per CPU core)",
-    "ray_cpus_per_actor": "CPUs Ray reserves per actor",
-    "ray_address": "join an existing Ray cluster at this address instead of starting Ray",
-    "node_budget": "each node's privacy budget ε (0: the run's epsilon); a node refuses rounds "
-    "that would exceed it",
-    "trust_curator": "nodes trust the curator with raw data (needed by --protocol none)",
-    "wait_timeout": "seconds to wait for the SuperNodes to connect",
-    "round_timeout": "seconds to wait for the replies of a round",
-    "run_dir": "where Flower and Ray write state and temp files (default: a fresh temp dir, "
-    "removed at the end)",
-    "metrics": "what to measure on the release, comma-separated, or all: "
-    + ", ".join(metric_names()),
-    "curator": "deploy: the curator file written by `ldpgraph partition` (a path on the "
-    "SuperLink's machine); the server reads nothing else",
-}
+from .config import SECTIONS, ConfigError, RunConfig, key_choices, key_help, section_of
 
 
 class UserError(Exception):
@@ -144,27 +92,26 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "on it and evaluate on the true test labels.",
         formatter_class=_HelpFormatter,
     )
+    # Every configuration key is a flag, in its section's group; help and choices come from
+    # the schema (simulation/config.py) and, for protocol parameters, from the registry.
     defaults = RunConfig()
-    helps = {**HELP, **protocol_help()}
+    params = protocol_help()
+    groups = {name: p.add_argument_group(title) for name, title in SECTIONS.items()}
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
-        kind = type(default)
         extra: dict[str, Any] = {}
-        if f.name == "model":
-            extra["choices"] = MODELS
-        if f.name == "backend":
-            extra["choices"] = BACKENDS
-        if f.name == "selection":
-            extra["choices"] = SELECTIONS
-        if f.name == "split_mode":
-            extra["choices"] = SPLIT_MODES
-        if kind is bool:
+        if key_choices(f.name):
+            extra["choices"] = key_choices(f.name)
+        if type(default) is bool:
             extra["action"] = BoolFlag
         else:
-            extra["type"] = kind
-        p.add_argument(flag, default=default, help=helps.get(f.name, ""), **extra)
-    p.add_argument(
+            extra["type"] = type(default)
+        help_ = params.get(f.name) or key_help(f.name)
+        if f.name == "metrics":
+            help_ += ": " + ", ".join(metric_names())
+        groups[section_of(f.name)].add_argument(flag, default=default, help=help_, **extra)
+    groups["data"].add_argument(
         "--split",
         type=str,
         default=None,
@@ -206,7 +153,7 @@ def _add_datasets(sub: argparse._SubParsersAction) -> None:
         description="List the registered datasets. Statistics of datasets available offline "
         "are measured by loading them (cached after the first time).",
     )
-    p.add_argument("--data-root", default=None, help=HELP["data_root"])
+    p.add_argument("--data-root", default=None, help=key_help("data_root"))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(
         "--no-measure",
@@ -354,7 +301,7 @@ def _add_partition(sub: argparse._SubParsersAction) -> None:
         "refused on load.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--dataset", required=True, help=HELP["dataset"])
+    p.add_argument("--dataset", required=True, help=key_help("dataset"))
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     p.add_argument(
         "--nodes-per-file",
@@ -365,9 +312,9 @@ def _add_partition(sub: argparse._SubParsersAction) -> None:
         "node files",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the split stored for the server")
-    p.add_argument("--train-split", type=float, default=0.5, help=HELP["train_split"])
-    p.add_argument("--val-split", type=float, default=0.25, help=HELP["val_split"])
-    p.add_argument("--data-root", default=None, help=HELP["data_root"])
+    p.add_argument("--train-split", type=float, default=0.5, help=key_help("train_split"))
+    p.add_argument("--val-split", type=float, default=0.25, help=key_help("val_split"))
+    p.add_argument("--data-root", default=None, help=key_help("data_root"))
     p.add_argument(
         "--public-features",
         action="store_true",

@@ -1,14 +1,26 @@
 """One configuration schema for ``ldpgraph run``, ``[tool.flwr.app.config]`` and sweep files.
 
+Every key is a field of :class:`RunConfig` declared with :func:`key`: its default, its section
+(:data:`SECTIONS`: data, protocol, train, nodes, metrics, run), its help, its allowed values and
+whether it decides the result. From these come ``ldpgraph run``'s flags (one help group per
+section), the run identity's left-out keys (:mod:`ldpgraph.simulation.results.identity`) and
+the checks of experiment files; protocol parameters take their help and ranges from the
+protocol registry.
+
 Keys are written with hyphens on the command line and in TOML (``feature-share``) and with
-underscores in Python; :meth:`RunConfig.from_mapping` accepts both.
+underscores in Python; :meth:`RunConfig.from_mapping` accepts both, and accepts them grouped by
+section (``[fixed.train]`` in an experiment file, ``train.lr`` as Flower flattens a nested
+table). ``[tool.flwr.app.config]`` stays flat on purpose: Flower refuses a ``--run-config``
+override whose key is not in that table, so nested tables there would break every
+``flwr run --run-config "epsilon=4"`` in use (the overrides would have to be ``protocol.epsilon``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
@@ -19,6 +31,7 @@ from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
 from ldpgraph.protocols.ldp.ldpgen import GENERATOR, K0, K1, PHASE_SHARE
 from ldpgraph.protocols.ldp.rr import COMBINE_PARAM
 from ldpgraph.protocols.ldp.solitude import LX, LY
+from ldpgraph.protocols.params import did_you_mean
 from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
@@ -39,57 +52,176 @@ class ConfigError(ValueError):
     """A bad run configuration; the message is meant for the user, one line."""
 
 
+#: The configuration's sections, in the order ``ldpgraph run --help`` shows them. ``data``,
+#: ``protocol`` (only the chosen protocol's parameters count), ``train``, ``nodes`` (the
+#: settings the harness gives every simulated node as its own) and ``metrics`` decide a run's
+#: result; ``run`` says where and how it executes (the seed, which it also holds, decides the
+#: result too).
+SECTIONS: dict[str, str] = {
+    "data": "data: the graph and its split",
+    "protocol": "protocol: the privacy mechanism and its parameters",
+    "train": "train: the model trained on the release (server-side post-processing)",
+    "nodes": "nodes: what every simulated node configures for itself (simulation only)",
+    "metrics": "metrics: what is measured on the release",
+    "run": "run: where and how the run executes",
+}
+
+
+def key(
+    default: Any,
+    section: str,
+    help: str = "",
+    *,
+    choices: tuple[str, ...] | None = None,
+    result: bool = True,
+) -> Any:
+    """A configuration key: its default, section, help, allowed values and whether it
+    decides the run's result (a key that only says where or how a run executes is left out
+    of the run's identity, :mod:`ldpgraph.simulation.results.identity`)."""
+    if section not in SECTIONS:
+        raise ValueError(f"unknown section {section!r}")
+    meta = {"section": section, "help": help, "choices": choices, "result": result}
+    return field(default=default, metadata=meta)
+
+
+def _param(default: Any) -> Any:
+    """A protocol parameter: its help, range and users come from the protocol registry."""
+    return key(default, "protocol")
+
+
 @dataclass
 class RunConfig:
-    protocol: str = "hogs"
-    dataset: str = "cora"
+    """One run's configuration: the schema of ``ldpgraph run``'s flags, of
+    ``[tool.flwr.app.config]`` and of experiment files. Each field is a :func:`key` with
+    its section and help."""
+
+    protocol: str = _param("hogs")
     # The protocols' parameters: one field per name, the default where the protocol declares
     # it. feature-share and center-features used to default to 0.5 and off, which collapsed
     # to the majority class at ε <= 6 (results stores keep each run's full configuration, so
-    # stored runs keep their identity: simulation/store.py).
-    epsilon: float = EPSILON.default
-    feature_share: float = FEATURE_SHARE.default
-    tau: float = TAU.default
-    steps: int = STEPS.default
-    degree_share: float = DEGREE_SHARE.default
-    share1: float = SHARE1.default
-    share2: float = SHARE2.default
-    min_weight: float = MIN_WEIGHT.default
-    combine: str = COMBINE_PARAM.default
-    kprop_k: int = KPROP_K.default
-    lx: int = LX.default
-    ly: int = LY.default
-    k0: int = K0.default
-    k1: int = K1.default
-    phase_share: float = PHASE_SHARE.default
-    generator: str = GENERATOR.default
-    model: str = "gcn"
-    lr: float = 0.01
-    dropout: float = 0.5
-    weight_decay: float = 5e-4
-    epochs: int = 300
-    hidden: int = 16
-    selection: str = "val_acc"
-    normalize_features: bool = False
-    center_features: bool = True
-    seed: int = 0
-    train_split: float = 0.5
-    val_split: float = 0.25
-    split_mode: str = "seeded"
-    data_root: str = ""
-    backend: str = "flower"
-    device: str = "auto"
-    nodes_per_client: int = 0
-    ray_actors: int = 0
-    ray_cpus_per_actor: float = 1.0
-    ray_address: str = ""
-    node_budget: float = 0.0
-    trust_curator: bool = False
-    wait_timeout: float = 120.0
-    round_timeout: float = 600.0
-    run_dir: str = ""
-    curator: str = ""
-    metrics: str = "accuracy"
+    # stored runs keep their identity: simulation/results/identity.py).
+    epsilon: float = _param(EPSILON.default)
+    feature_share: float = _param(FEATURE_SHARE.default)
+    tau: float = _param(TAU.default)
+    steps: int = _param(STEPS.default)
+    degree_share: float = _param(DEGREE_SHARE.default)
+    share1: float = _param(SHARE1.default)
+    share2: float = _param(SHARE2.default)
+    min_weight: float = _param(MIN_WEIGHT.default)
+    combine: str = _param(COMBINE_PARAM.default)
+    kprop_k: int = _param(KPROP_K.default)
+    lx: int = _param(LX.default)
+    ly: int = _param(LY.default)
+    k0: int = _param(K0.default)
+    k1: int = _param(K1.default)
+    phase_share: float = _param(PHASE_SHARE.default)
+    generator: str = _param(GENERATOR.default)
+    model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
+    lr: float = key(0.01, "train", "Adam learning rate")
+    dropout: float = key(0.5, "train", "dropout after the first layer")
+    weight_decay: float = key(5e-4, "train", "Adam weight decay")
+    epochs: int = key(
+        300, "train", "training epochs (the epoch with the best validation accuracy is kept)"
+    )
+    hidden: int = key(16, "train", "hidden units")
+    selection: str = key(
+        "val_acc",
+        "train",
+        "which epoch training keeps, and which configuration a sweep picks: val_acc (highest "
+        "validation accuracy, the HoGS protocol) or val_loss (lowest validation loss, "
+        "Blink_GNN's protocol)",
+        choices=SELECTIONS,
+    )
+    normalize_features: bool = key(
+        False,
+        "train",
+        "row-normalise the features before training (PyG's NormalizeFeatures, as Blink_GNN "
+        "does); server-side post-processing, no budget",
+    )
+    center_features: bool = key(
+        True,
+        "train",
+        "subtract each feature column's mean before training (keeps dense noisy 1-bit "
+        "features from locking the model onto one class); post-processing, no budget; "
+        "--no-center-features trains on the release as it is",
+    )
+    seed: int = key(0, "run", "run seed: every random draw derives from it")
+    dataset: str = key(
+        "cora",
+        "data",
+        "dataset name (see `ldpgraph datasets`), or a synthetic spec such as "
+        "'synthetic:n=2000,classes=4,homophily=0.9'",
+    )
+    train_split: float = key(0.5, "data", "fraction of nodes for training")
+    val_split: float = key(
+        0.25, "data", "fraction of nodes for validation (the rest is the test set)"
+    )
+    split_mode: str = key(
+        "seeded",
+        "data",
+        "seeded: a split drawn from the run seed; blinkgnn: Blink_GNN's one fixed split "
+        "(scikit-learn's train_test_split with random_state=42), as its published numbers used",
+        choices=SPLIT_MODES,
+    )
+    data_root: str = key(
+        "",
+        "data",
+        "offline dataset mirror (default: $LDPGRAPH_DATA, else download)",
+        result=False,
+    )
+    backend: str = key(
+        "flower", "run", "how reports are collected: " + ", ".join(BACKENDS),
+        choices=BACKENDS, result=False,
+    )  # fmt: skip
+    device: str = key("auto", "run", "training device: auto, cpu, cuda", result=False)
+    nodes_per_client: int = key(
+        0,
+        "run",
+        "logical node-clients per simulated SuperNode (0: automatic, at most 256 SuperNodes)",
+        result=False,
+    )
+    ray_actors: int = key(
+        0, "run", "Ray actors running ClientApps (0: one per CPU core)", result=False
+    )
+    ray_cpus_per_actor: float = key(1.0, "run", "CPUs Ray reserves per actor", result=False)
+    ray_address: str = key(
+        "",
+        "run",
+        "join an existing Ray cluster at this address instead of starting Ray",
+        result=False,
+    )
+    node_budget: float = key(
+        0.0,
+        "nodes",
+        "each node's privacy budget ε (0: the run's epsilon); a node refuses rounds that would "
+        "exceed it",
+    )
+    trust_curator: bool = key(
+        False, "nodes", "nodes trust the curator with raw data (needed by --protocol none)"
+    )
+    wait_timeout: float = key(
+        120.0, "run", "seconds to wait for the SuperNodes to connect", result=False
+    )
+    round_timeout: float = key(
+        600.0, "run", "seconds to wait for the replies of a round", result=False
+    )
+    run_dir: str = key(
+        "",
+        "run",
+        "where Flower and Ray write state and temp files (default: a fresh temp dir, removed "
+        "at the end)",
+        result=False,
+    )
+    # In a deployment the curator file holds the graph: it decides the result.
+    curator: str = key(
+        "",
+        "run",
+        "deploy: the curator file written by `ldpgraph partition` (a path on the SuperLink's "
+        "machine); the server reads nothing else",
+    )
+    metrics: str = key(
+        "accuracy", "metrics", "what to measure on the release, comma-separated, or all"
+    )
 
     def validate(self) -> RunConfig:
         try:
@@ -219,20 +351,36 @@ class RunConfig:
         """The same keys, hyphenated, as Flower's run config wants them."""
         return {k.replace("_", "-"): v for k, v in asdict(self).items()}
 
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """This configuration by section, keys hyphenated as in TOML; the protocol section
+        holds the protocol's name, ε and the chosen protocol's parameters only."""
+        out: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        used = {"protocol", "epsilon", *self.protocol_params()}
+        for f in fields(self):
+            if f.metadata["section"] == "protocol" and f.name not in used:
+                continue
+            out[f.metadata["section"]][f.name.replace("_", "-")] = getattr(self, f.name)
+        return out
+
     @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> RunConfig:
+    def from_mapping(cls, values: Mapping[str, Any]) -> RunConfig:
+        """A checked configuration from flat keys (``feature-share`` or ``feature_share``),
+        section tables (``{"train": {"lr": 0.1}}``) or dotted keys (``train.lr``, as Flower
+        flattens nested TOML tables)."""
         known = {f.name: f for f in fields(cls)}
+        defaults = cls()
         kwargs: dict[str, Any] = {}
-        for key, value in values.items():
-            name = key.replace("-", "_")
+        for raw, value in flatten_sections(values).items():
+            name = raw.replace("-", "_")
             if name not in known:
-                raise ConfigError(f"unknown configuration key {key!r}")
-            kind = type(getattr(cls(), name))
+                hint = did_you_mean(raw.replace("_", "-"), [k.replace("_", "-") for k in known])
+                raise ConfigError(f"unknown configuration key {raw!r}{hint}")
+            kind = type(getattr(defaults, name))
             if kind is bool:
                 if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
                     value = value.lower() in ("true", "1")
                 if not isinstance(value, bool):
-                    raise ConfigError(f"{key} must be true or false, got {value!r}")
+                    raise ConfigError(f"{raw} must be true or false, got {value!r}")
                 kwargs[name] = value
                 continue
             try:
@@ -240,10 +388,76 @@ class RunConfig:
                     raise ValueError
                 kwargs[name] = kind(value)
             except (TypeError, ValueError):
-                raise ConfigError(f"{key} must be of type {kind.__name__}, got {value!r}") from None
+                raise ConfigError(f"{raw} must be of type {kind.__name__}, got {value!r}") from None
         return cls(**kwargs).validate()
+
+
+def section_of(name: str) -> str:
+    """The section of configuration key ``name`` (either spelling)."""
+    return _FIELDS[name.replace("-", "_")].metadata["section"]
+
+
+def keys_in(section: str) -> tuple[str, ...]:
+    """The configuration keys of ``section`` (underscore form), in schema order."""
+    return tuple(f.name for f in fields(RunConfig) if f.metadata["section"] == section)
+
+
+def non_result_keys() -> tuple[str, ...]:
+    """The keys that only say where or how a run executes (left out of its identity)."""
+    return tuple(f.name for f in fields(RunConfig) if not f.metadata["result"])
+
+
+def key_help(name: str) -> str:
+    """The help of a key that is not a protocol parameter (those come from the registry)."""
+    return _FIELDS[name.replace("-", "_")].metadata["help"]
+
+
+def key_choices(name: str) -> tuple[str, ...] | None:
+    return _FIELDS[name.replace("-", "_")].metadata["choices"]
+
+
+def flatten_sections(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat keys from a mapping that may group them by section: ``{"train": {"lr": 0.1}}``
+    and ``{"train.lr": 0.1}`` both give ``{"lr": 0.1}``; plain keys pass through. A key under
+    a section it does not belong to, an unknown section or a key given twice is an error."""
+    out: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+
+    def add(section: str | None, name: str, value: Any, spelled: str) -> None:
+        norm = name.replace("-", "_")
+        if section is not None:
+            if section not in SECTIONS:
+                hint = did_you_mean(section, list(SECTIONS))
+                raise ConfigError(
+                    f"unknown configuration section {section!r} in {spelled!r}{hint}; "
+                    f"sections: {', '.join(SECTIONS)}"
+                )
+            if norm in _FIELDS and section_of(norm) != section:
+                raise ConfigError(
+                    f"{spelled!r}: {name} belongs in section {section_of(norm)!r}, "
+                    f"not {section!r}"
+                )
+        if norm in seen:
+            raise ConfigError(f"configuration key {name!r} given twice ({seen[norm]}, {spelled})")
+        seen[norm] = spelled
+        out[name] = value
+
+    for raw, value in values.items():
+        raw = str(raw)
+        if raw in SECTIONS and isinstance(value, Mapping):
+            for name, inner in value.items():
+                add(raw, str(name), inner, f"{raw}.{name}")
+        elif "." in raw:
+            section, _, name = raw.partition(".")
+            add(section, name, value, raw)
+        else:
+            add(None, raw, value, raw)
+    return out
 
 
 def _finite_positive(name: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise ConfigError(f"{name} must be a finite number > 0, got {value}")
+
+
+_FIELDS = {f.name: f for f in fields(RunConfig)}

@@ -22,18 +22,20 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-#: Configuration keys that do not change a run's result (fnmatch patterns, underscore form).
-NON_RESULT_KEYS: tuple[str, ...] = (
-    "data_root",
-    "run_dir",
-    "result_path",
-    "device",
-    "backend",
-    "nodes_per_client",
-    "ray_*",
-    "wait_timeout",
-    "round_timeout",
-)
+#: Keys that are no configuration key but may sit in a stored configuration and do not change
+#: a run's result (fnmatch patterns, underscore form). The configuration's own such keys are
+#: marked in its schema (``result=False``: :func:`non_result_keys`).
+EXTRA_NON_RESULT_KEYS: tuple[str, ...] = ("result_path", "ray_*")
+
+
+def non_result_keys() -> tuple[str, ...]:
+    """The keys left out of every identity: the schema's where-and-how keys (data root, run
+    directory, device, backend, Ray settings, timeouts) and :data:`EXTRA_NON_RESULT_KEYS`."""
+    from .. import config
+
+    return (*config.non_result_keys(), *EXTRA_NON_RESULT_KEYS)
+
+
 #: Result keys added to the configuration after stores were in use, with the default they
 #: were added with: at that default they are left out of the hash, so a run recorded before
 #: the key existed keeps its identity (and a sweep does not redo it).
@@ -106,14 +108,14 @@ def other_protocols_keys(config: dict[str, Any]) -> set[str]:
 
 def config_hash(
     config: Any,
-    exclude: Iterable[str] = (*NON_RESULT_KEYS, "seed"),
+    exclude: Iterable[str] | None = None,
     version: int = IDENTITY_VERSION,
 ) -> str:
     """SHA-256 of the canonical JSON of ``config`` without the keys matching ``exclude``
     (fnmatch patterns) and, from identity ``version`` 2 on, without the parameters of other
     protocols. By default the seed is left out too: repeats of one configuration share this
     hash."""
-    patterns = tuple(exclude)
+    patterns = (*non_result_keys(), "seed") if exclude is None else tuple(exclude)
     cfg = canonical_config(config)
     others = other_protocols_keys(cfg) if version >= 2 else set()
     kept = {
@@ -129,4 +131,4 @@ def config_hash(
 
 def run_key(config: Any, version: int = IDENTITY_VERSION) -> str:
     """The identity of one run: :func:`config_hash` with the seed included."""
-    return config_hash(config, exclude=NON_RESULT_KEYS, version=version)
+    return config_hash(config, exclude=non_result_keys(), version=version)

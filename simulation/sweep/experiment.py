@@ -17,6 +17,9 @@ configuration schema), written with hyphens or underscores::
 
     [fixed]                               # RunConfig keys fixed for every run
     epochs = 300
+    [fixed.train]                         # or grouped by the schema's sections (data,
+    lr = 0.01                             # protocol, train, nodes, metrics, run), anywhere
+                                          # keys go; dotted keys (train.lr) work too
 
     [variants.none-raw]                   # a protocol entry with its own fixed keys
     protocol = "none"
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..config import MODELS, ConfigError, RunConfig
+from ..config import MODELS, SECTIONS, ConfigError, RunConfig, flatten_sections
 
 TOP_KEYS = {
     "name",
@@ -227,9 +230,18 @@ def _count(path: str, key: str, value: Any, lo: int, hi: int) -> int:
     return value
 
 
+def _flat(path: str, where: str, table: dict[str, Any]) -> dict[str, Any]:
+    """A table's configuration keys, flat: section tables (``[fixed.train]``) and dotted keys
+    (``train.lr = ...``) as the configuration schema reads them."""
+    try:
+        return flatten_sections(table)
+    except ConfigError as exc:
+        raise _fail(path, where, str(exc)) from None
+
+
 def _grid_table(path: str, where: str, table: Any) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
-    for k, v in table.items():
+    for k, v in _flat(path, where, table).items():
         name = _key(k)
         if name in CELL_KEYS:
             raise _fail(path, f"{where}.{k}", "is set by the sweep itself; it cannot be searched")
@@ -279,7 +291,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
     if not isinstance(fixed_raw, dict):
         raise _fail(path, "fixed", "must be a table")
     fixed = {}
-    for k, v in fixed_raw.items():
+    for k, v in _flat(path, "fixed", fixed_raw).items():
         if _key(k) in CELL_KEYS:
             raise _fail(path, f"fixed.{k}", "is set by the sweep itself (use the top-level lists)")
         fixed[_key(k)] = _check_value(path, f"fixed.{k}", k, v)
@@ -297,15 +309,13 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
         if not isinstance(v, dict) or not isinstance(v.get("protocol"), str):
             raise _fail(path, where, "must be a table with protocol = NAME")
         vf, vmodels = {}, None
-        for k, val in v.items():
-            if k == "protocol":
-                continue
-            if k == "models":
-                vmodels = tuple(_list(path, f"{where}.models", val, str))
-                bad = [m for m in vmodels if m not in MODELS]
-                if bad:
-                    raise _fail(path, f"{where}.models", f"unknown model {bad[0]!r}")
-                continue
+        if "models" in v:
+            vmodels = tuple(_list(path, f"{where}.models", v["models"], str))
+            bad = [m for m in vmodels if m not in MODELS]
+            if bad:
+                raise _fail(path, f"{where}.models", f"unknown model {bad[0]!r}")
+        keys = {k: val for k, val in v.items() if k not in ("protocol", "models")}
+        for k, val in _flat(path, where, keys).items():
             if _key(k) in CELL_KEYS:
                 raise _fail(path, f"{where}.{k}", "is set by the sweep itself")
             vf[_key(k)] = _check_value(path, f"{where}.{k}", k, val)
@@ -325,7 +335,9 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
             raise _fail(path, where, "must be a table")
         shared_raw, per_entry, counts = {}, {}, {}
         for k, v in table.items():
-            if isinstance(v, dict):
+            if isinstance(v, dict) and k in SECTIONS and k not in labels:
+                shared_raw[k] = v  # a section table of shared keys, e.g. [grid.paper.train]
+            elif isinstance(v, dict):
                 if k not in labels:
                     raise _fail(path, f"{where}.{k}", "names no protocol entry of this file")
                 per_entry[k] = _grid_table(path, f"{where}.{k}", v)
