@@ -25,6 +25,33 @@ from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE, MAX_EPSILON, STEPS
+from ldpgraph.protocols.central.dpar import (
+    ACCOUNTANT_PARAM,
+    APPR_NODES,
+    BATCH_SIZE,
+    CLIP_EM,
+    CLIP_GM,
+    COLUMN_MODE,
+    COLUMN_TAU,
+    DELTA,
+    DELTA_PR_SHARE,
+    EM1_VALUE_SHARE,
+    FEATURES_INFERENCE,
+    INFERENCE_STEPS,
+    ISTA_GAMMA,
+    ISTA_RHO,
+    MLP_DROPOUT,
+    MLP_HIDDEN,
+    NODE_SAMPLING,
+    NON_APPR_ROWS,
+    PPR_ALPHA,
+    PR_SHARE,
+    Q_PRIME,
+    SGD_CLIP,
+    SGD_EPOCHS,
+    SGD_LR,
+    TOP_K,
+)
 from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
 from ldpgraph.protocols.ldp.hogs import TAU
 from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
@@ -116,6 +143,32 @@ class RunConfig:
     k1: int = _param(K1.default)
     phase_share: float = _param(PHASE_SHARE.default)
     generator: str = _param(GENERATOR.default)
+    # DPAR (central DP, protocols/central/dpar.py)
+    delta: float = _param(DELTA.default)
+    pr_share: float = _param(PR_SHARE.default)
+    delta_pr_share: float = _param(DELTA_PR_SHARE.default)
+    em1_value_share: float = _param(EM1_VALUE_SHARE.default)
+    q_prime: float = _param(Q_PRIME.default)
+    node_sampling: str = _param(NODE_SAMPLING.default)
+    appr_nodes: int = _param(APPR_NODES.default)
+    top_k: int = _param(TOP_K.default)
+    ppr_alpha: float = _param(PPR_ALPHA.default)
+    ista_rho: float = _param(ISTA_RHO.default)
+    ista_gamma: float = _param(ISTA_GAMMA.default)
+    clip_gm: float = _param(CLIP_GM.default)
+    clip_em: float = _param(CLIP_EM.default)
+    column_tau: float = _param(COLUMN_TAU.default)
+    column_mode: str = _param(COLUMN_MODE.default)
+    non_appr_rows: str = _param(NON_APPR_ROWS.default)
+    sgd_clip: float = _param(SGD_CLIP.default)
+    sgd_lr: float = _param(SGD_LR.default)
+    sgd_epochs: int = _param(SGD_EPOCHS.default)
+    batch_size: int = _param(BATCH_SIZE.default)
+    mlp_hidden: int = _param(MLP_HIDDEN.default)
+    mlp_dropout: float = _param(MLP_DROPOUT.default)
+    inference_steps: int = _param(INFERENCE_STEPS.default)
+    accountant: str = _param(ACCOUNTANT_PARAM.default)
+    features_inference: str = _param(FEATURES_INFERENCE.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")

@@ -37,6 +37,8 @@ OLD_PROTOCOLS = {
     "hogs", "hogs-edge", "none", "features-only", "rr", "rr-edge", "blink-hard", "blink-soft",
     "blink-hybrid", "fp-blink", "blink-fr", "ldpgen", "fp-ldpgen", "hogs-kprop", "solitude",
 }  # fmt: skip
+#: The central-DP strategies registered since (protocols/central/).
+CENTRAL_PROTOCOLS = {"dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features"}
 OLD_PUBLIC_FEATURES = {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
 OLD_SERVER_KEYS = {"tau", "steps"}
 OLD_LABELS = {
@@ -61,7 +63,7 @@ def test_the_registry_finds_exactly_what_the_modules_register():
     """The names read from the sources are the ones their modules register, with the class
     at the path the registry would import."""
     paths = registry.builtin_paths()
-    assert set(paths) == OLD_PROTOCOLS
+    assert set(paths) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS
     for name, path in paths.items():
         info = protocol_info(name)
         assert f"{info.resolve().__module__}:{info.resolve().__qualname__}" == path
@@ -115,7 +117,7 @@ def test_derived_sets_equal_the_former_hand_lists():
     from ldpgraph.simulation.results.report import method_label
     from ldpgraph.simulation.sweep.run import SERVER_KEYS
 
-    assert set(protocol_names()) == OLD_PROTOCOLS
+    assert set(protocol_names()) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS
     assert registry.public_feature_protocols() == OLD_PUBLIC_FEATURES
     assert {name: method_label(name) for name in OLD_LABELS} == OLD_LABELS
     # Deliberate: every parameter the server alone applies is now a server key, so a sweep
@@ -278,7 +280,7 @@ def test_ldpgraph_run_and_protocols_with_a_runtime_protocol(toys, capsys):
     assert result["privacy"]["unit"] == "edge" and result["privacy"]["epsilon"] == 4.0
     assert cli.main(["protocols", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
-    assert set(listed) == OLD_PROTOCOLS | {"toy-degree", "toy-majority"}
+    assert set(listed) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS | {"toy-degree", "toy-majority"}
     assert listed["toy-majority"]["privacy_model"] == "central"
     assert listed["hogs"]["privacy_model"] == "ldp" and listed["none"]["privacy_model"] == "none"
     assert cli.main(["protocols"]) == 0
