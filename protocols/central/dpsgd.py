@@ -108,13 +108,25 @@ def sgd_epsilon(
 def calibrate_noise_multiplier(
     target_epsilon: float, delta: float, q: float, steps: int, accountant: str = "rdp"
 ) -> float:
-    """The smallest noise multiplier z (to 1e-4 relative) whose DP-SGD costs at most
+    """The smallest noise multiplier z (to 1e-5) whose DP-SGD costs at most
     ``target_epsilon`` at ``delta``, searched through the accountant (dp-accounting's
     ``calibrate_dp_mechanism``). An ε below what z = Z_MAX reaches is a one-line error."""
     if not 0.0 < delta < 1.0:
         raise ProtocolParameterError(f"DP-SGD needs δ in (0, 1), got {delta!r}")
     if not (math.isfinite(target_epsilon) and target_epsilon > 0):
         raise ProtocolParameterError(f"DP-SGD needs a target ε > 0, got {target_epsilon!r}")
+    if accountant == "pld":
+        # PLD of a tiny multiplier has a huge loss range (memory): bracket it with the RDP
+        # answer, which is never smaller than the tighter PLD one.
+        hi = calibrate_noise_multiplier(target_epsilon, delta, q, steps, "rdp")
+        while sgd_epsilon(hi, q, steps, delta, "pld") > target_epsilon:
+            hi *= 1.1
+        lo = hi / 2
+        while lo > Z_MIN and sgd_epsilon(lo, q, steps, delta, "pld") <= target_epsilon:
+            lo /= 2
+        if lo <= Z_MIN:
+            return Z_MIN
+        return _calibrate(target_epsilon, delta, q, steps, "pld", lo, hi)
     at_max = sgd_epsilon(Z_MAX, q, steps, delta, accountant)
     if at_max > target_epsilon:
         raise ProtocolParameterError(
@@ -123,13 +135,19 @@ def calibrate_noise_multiplier(
         )
     if sgd_epsilon(Z_MIN, q, steps, delta, accountant) <= target_epsilon:
         return Z_MIN
+    return _calibrate(target_epsilon, delta, q, steps, accountant, Z_MIN, Z_MAX)
+
+
+def _calibrate(
+    target: float, delta: float, q: float, steps: int, accountant: str, lo: float, hi: float
+) -> float:
     return float(
         mechanism_calibration.calibrate_dp_mechanism(
             lambda: _accountant(accountant),
             lambda z: sgd_event(z, q, steps),
-            target_epsilon,
+            target,
             delta,
-            mechanism_calibration.ExplicitBracketInterval(Z_MIN, Z_MAX),
+            mechanism_calibration.ExplicitBracketInterval(lo, hi),
             tol=1e-5,
         )
     )
