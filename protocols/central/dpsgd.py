@@ -15,6 +15,7 @@ torch-free (tests/test_registry.py, test_client_path_imports_only_the_protocols_
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ def sgd_epsilon(
     return float(acc.get_epsilon(delta))
 
 
+@functools.lru_cache(maxsize=256)
 def calibrate_noise_multiplier(
     target_epsilon: float, delta: float, q: float, steps: int, accountant: str = "rdp"
 ) -> float:
