@@ -22,7 +22,7 @@ from ldpgraph.simulation.sweep.experiment import (
     parse_experiment,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYN = "synthetic:n=150,classes=3,d=20"
 
 TINY = f"""

@@ -18,7 +18,7 @@ from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import make_split
 
-from .support.faults import make_faulty_app
+from ..support.faults import make_faulty_app
 
 pytestmark = pytest.mark.slow
 
@@ -229,7 +229,7 @@ def test_only_the_engine_module_calls_the_deprecated_entry():
     """A Flower upgrade that removes ``run_simulation`` is one change: backends/engine.py."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     callers = sorted(
         str(p.relative_to(root))
         for folder in ("client", "server", "simulation", "protocols", "tests", "benchmarks")

@@ -23,7 +23,7 @@ from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
 
-from .support.params import at_epsilon
+from ..support.params import at_epsilon
 
 N = 6
 

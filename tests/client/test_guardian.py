@@ -309,7 +309,7 @@ def test_start_supernode_requires_a_finite_budget(budget):
     import subprocess
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "deploy" / "start-supernode.sh"
+    script = Path(__file__).resolve().parents[2] / "deploy" / "start-supernode.sh"
     args = ["bash", str(script), "--superlink", "h:1", "--ca", "c", "--key", "k", "--data", "d"]
     if budget is not None:
         args += ["--budget", budget]

@@ -33,7 +33,7 @@ from ldpgraph.protocols.types import NodeView
 from ldpgraph.simulation.backends.local import collect_round, run_protocol
 from ldpgraph.simulation.datasets import load_dataset
 
-from .reference_ldpgen import (
+from ..reference.ldpgen import (
     block_sums,
     chung_lu_expected,
     dense_block_factors,
