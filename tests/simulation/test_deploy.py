@@ -27,6 +27,9 @@ import pytest
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
+# Real SuperLinks, SuperNodes and Ray clusters as processes: end-to-end, out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent
