@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import Release, Report
 
 log = logging.getLogger("ldpgraph.server")
@@ -76,7 +77,7 @@ class Collector(Protocol):
         self,
         protocol: LdpProtocol,
         round_: int,
-        message: dict[str, Any],
+        message: RoundMessage,
         num_features: int | None,
     ) -> Replies: ...
 
@@ -93,10 +94,13 @@ class Collected:
 
 def round_message(
     protocol: LdpProtocol, round_: int, seed: int, feedback: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Round ``round_``'s message: the protocol's parameters, the server's feedback from the
-    previous round and the public values of this round (never a node's randomness)."""
-    return {**protocol.config(), **(feedback or {}), **protocol.public_message(round_, seed)}
+) -> RoundMessage:
+    """Round ``round_``'s request: the protocol's parameters, the server's feedback from the
+    previous round and the public values of this round (never a node's randomness). Where
+    the nodes' data lies is the collector's to add."""
+    public = {**(feedback or {}), **protocol.public_message(round_, seed)}
+    # A protocol's config names it; one that does not (a test's own) goes by its name.
+    return RoundMessage.report(round_, {"protocol": protocol.name, **protocol.config()}, public)
 
 
 def run_rounds(
@@ -107,7 +111,7 @@ def run_rounds(
     rounds: list[dict[str, Any]] = []
     message = round_message(protocol, 0, seed)
     for round_ in range(protocol.rounds):
-        length = protocol.num_features(round_, message, curator.num_features)
+        length = protocol.num_features(round_, message.protocol_values(), curator.num_features)
         t0 = time.perf_counter()
         replies = collector.collect(protocol, round_, message, length)
         t1 = time.perf_counter()

@@ -19,6 +19,7 @@ import numpy as np
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
 from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import NodeView, Release
 from ldpgraph.server.rounds import Replies, RoundStats, run_rounds
 
@@ -93,14 +94,16 @@ class LocalCollector:
         self,
         protocol: LdpProtocol,
         round_: int,
-        message: dict[str, Any],
+        message: RoundMessage,
         num_features: int | None,
     ) -> Replies:
+        # The nodes read what a Flower node's protocol reads: the protocol's values of the
+        # message (its data lies here, so there are no where-values).
         result = collect_round(
             protocol,
             self.graph,
             round_,
-            message,
+            message.protocol_values(),
             self.seed,
             self.progress,
             self.settings,
@@ -126,7 +129,7 @@ class ReplayCollector:
         self,
         protocol: LdpProtocol,
         round_: int,
-        message: dict[str, Any],
+        message: RoundMessage,
         num_features: int | None,
     ) -> Replies:
         if round_ != 0 or protocol.rounds != 1:

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from ldpgraph.client.budget import NodeSettings
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.backends import flower
@@ -113,8 +114,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             where = {"data": str(store), "nodes-per-client": 3, "num-nodes": 12}
             col.discover(where)
             # A server that claims a huge budget and consent changes nothing.
-            base = {
-                **where,
+            hostile = {
                 "seed": 0,
                 "default-budget": 1e9,
                 "budget": 1e9,
@@ -122,7 +122,8 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
                 "trust-curator": True,
             }
             for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1), ("raw", raw, 0)):
-                out[name] = col.collect(proto, round_, {**base, **proto.config()}, 10).stats
+                message = RoundMessage.report(round_, proto.config(), hostile)
+                out[name] = col.collect(proto, round_, message, 10).stats
 
         cfg = RunConfig(ray_actors=2)
         with (
