@@ -26,8 +26,8 @@ from ldpgraph.server.rounds import round_message
 from ldpgraph.simulation.backends.local import collect_round
 from ldpgraph.simulation.pipeline import curator_view
 
-from . import test_guardian as guardian
-from .test_guardian import PARTITION, N, assert_bare_refusals, context, reports
+from ..client import test_guardian as guardian
+from ..client.test_guardian import PARTITION, N, assert_bare_refusals, context, reports
 
 # The hostile-server suite's fixtures: its graph and a deployed node file of nodes 10..14.
 graph = guardian.graph
