@@ -199,18 +199,13 @@ class GridCollector:
         return hosts
 
     # -- rounds -----------------------------------------------------------------------------
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: RoundMessage,
-        num_features: int | None,
-    ) -> Replies:
-        """Send round ``round_``'s message (with the hello's where-values) to every SuperNode
-        that hosts nodes and decode the replies; what cannot be decoded is counted (rejected,
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        """Send a round's message (with the hello's where-values) to every SuperNode that
+        hosts nodes and decode the replies; what cannot be decoded is counted (rejected,
         refused, missing, bad records) and dropped."""
-        if message.op != "report" or message.round != round_:
-            raise ValueError(f"not a request for round {round_}: {message.op} {message.round}")
+        if message.op != "report":
+            raise ValueError(f"not a round's request: {message.op}")
+        round_ = message.round
         schema = protocol.schema(round_)
         stats = RoundStats(asked=self.num_nodes)
         request = message.with_where(self.where)
@@ -248,7 +243,7 @@ class GridCollector:
                         payload,
                         num_nodes=self.num_nodes,
                         round_=round_,
-                        num_features=num_features,
+                        num_features=length,
                         expect_adjacency=schema.adjacency,
                         expect_features=schema.features,
                         node_id=node,

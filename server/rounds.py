@@ -71,15 +71,11 @@ class Replies(NamedTuple):
 
 
 class Collector(Protocol):
-    """Sends round ``round_``'s ``message`` to every node and returns their replies."""
+    """Sends a round's ``message`` to every node and returns their replies (``length``: of the
+    feature part of each report, None when the round asks for none)."""
 
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: RoundMessage,
-        num_features: int | None,
-    ) -> Replies: ...
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        ...
 
 
 @dataclass
@@ -113,7 +109,7 @@ def run_rounds(
     for round_ in range(protocol.rounds):
         length = protocol.num_features(round_, message.protocol_values(), curator.num_features)
         t0 = time.perf_counter()
-        replies = collector.collect(protocol, round_, message, length)
+        replies = collector.collect(protocol, message, length)
         t1 = time.perf_counter()
         result, stats = validate_replies(protocol, round_, replies, curator.num_nodes, length)
         rounds.append(stats.to_dict())

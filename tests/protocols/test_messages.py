@@ -131,10 +131,10 @@ def test_the_grid_collector_sends_the_old_dicts(monkeypatch):
     col.hosts = {5: np.arange(0, 6), 9: np.arange(6, 12)}
     grid.sent.clear()
     proto = make_protocol("ldpgen", epsilon=2.0)
-    col.collect(proto, 0, round_message(proto, 0, SEED), 24)
+    col.collect(proto, round_message(proto, 0, SEED), 24)
     assert grid.sent == [(sid, old_wire(proto, 0, SIM_WHERE)) for sid in (5, 9)]
-    with pytest.raises(ValueError, match="round 1"):
-        col.collect(proto, 1, round_message(proto, 0, SEED), 24)
+    with pytest.raises(ValueError, match="not a round's request: hello"):
+        col.collect(proto, RoundMessage.hello(SIM_WHERE), 24)
 
 
 # -- round trips ----------------------------------------------------------------------------------

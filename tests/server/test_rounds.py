@@ -86,8 +86,9 @@ class FakeCollector:
         self.refuse = refuse or set()
         self.messages: list[tuple[int, dict[str, Any]]] = []
 
-    def collect(self, protocol, round_, message: RoundMessage, num_features) -> Replies:
-        assert message.op == "report" and message.round == round_
+    def collect(self, protocol, message: RoundMessage, length) -> Replies:
+        assert message.op == "report"
+        round_ = message.round
         message = message.protocol_values()
         self.messages.append((round_, message))
         stats = RoundStats(asked=N, refused=len(self.refuse))
@@ -191,7 +192,7 @@ def test_invalid_reports_are_dropped_and_counted():
 )
 def test_each_kind_of_bad_report_is_named(how, needle):
     col = FakeCollector({2: how})
-    rep = col.collect(Phases(1), 0, RoundMessage.report(0, {"protocol": "phases"}), None).reports[2]
+    rep = col.collect(Phases(1), RoundMessage.report(0, {"protocol": "phases"}), None).reports[2]
     problem = report_problem(rep, 2, 0, N, None, Phases(1).schema(0))
     assert problem is not None and needle in problem
 

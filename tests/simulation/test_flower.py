@@ -123,7 +123,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             }
             for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1), ("raw", raw, 0)):
                 message = RoundMessage.report(round_, proto.config(), hostile)
-                out[name] = col.collect(proto, round_, message, 10).stats
+                out[name] = col.collect(proto, message, 10).stats
 
         cfg = RunConfig(ray_actors=2)
         with (
