@@ -244,10 +244,8 @@ class GridCollector:
                         num_nodes=self.num_nodes,
                         round_=round_,
                         num_features=length,
-                        expect_adjacency=schema.adjacency,
-                        expect_features=schema.features,
                         node_id=node,
-                        extras=schema.extras,
+                        **schema.expected(),
                     )
                 except ReportError as exc:
                     stats.rejected += 1

@@ -95,14 +95,7 @@ def reports(records: dict, protocol: str = "hogs", round_: int = 0, d: int = 24)
             out[node] = None
             continue
         out[node] = decode_report(
-            payload,
-            num_nodes=N,
-            round_=round_,
-            num_features=d,
-            expect_adjacency=schema.adjacency,
-            expect_features=schema.features,
-            node_id=node,
-            extras=schema.extras,
+            payload, num_nodes=N, round_=round_, num_features=d, node_id=node, **schema.expected()
         )
     return out
 
