@@ -28,7 +28,8 @@ import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
-from ldpgraph.protocols.registry import protocol_from_config
+from ldpgraph.protocols.messages import HELLO, MessageError, RoundMessage
+from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.reports import (
     CONFIG_RECORD,
     HOSTS_RECORD,
@@ -67,7 +68,9 @@ class Hosted:
 
 
 def hosted(context: Context, cfg: dict[str, Any]) -> Hosted:
-    """What this SuperNode hosts, and the settings its nodes configured for themselves."""
+    """What this SuperNode hosts, and the settings its nodes configured for themselves.
+    ``cfg``: the received message, read before it is parsed (only its where-values): a
+    malformed message is answered with one refusal per hosted node."""
     node_cfg = context.node_config
     if "data-file" in node_cfg:  # deployment: everything from the node's own configuration
         path = str(node_cfg["data-file"])
@@ -97,15 +100,6 @@ def _refusals(nodes: list[int]) -> dict[str, ConfigRecord]:
     return {node_record_name(n): ConfigRecord({"node": n, "refused": REFUSED}) for n in nodes}
 
 
-def _round(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"round {value!r} is not an integer")
-    round_ = int(value)
-    if round_ != float(value) or round_ < 0:
-        raise ValueError(f"round {value!r} is not a non-negative integer")
-    return round_
-
-
 def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     """The records of this SuperNode's reply to one server message.
 
@@ -117,14 +111,17 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     except NodeConfigError as exc:
         log.error("this SuperNode's node config is unusable: %s", exc)
         raise
-    op = cfg.get("op")
-    if op == "hello":
-        return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(host.nodes, "<i4").tobytes()})}
     try:
-        if op != "report":
-            raise ValueError(f"unknown operation {op!r}")
-        protocol = protocol_from_config(cfg)
-        round_ = _round(cfg.get("round"))
+        message = RoundMessage.from_record(cfg)
+    except MessageError as exc:
+        log.warning("refusing a malformed request: %s", exc)
+        return _refusals(host.nodes)
+    if message.op == HELLO:
+        return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(host.nodes, "<i4").tobytes()})}
+    round_, name = message.round, message.protocol
+    assert round_ is not None and name is not None  # a parsed report request names both
+    try:
+        protocol = make_protocol(name, **message.params)
         cost = float(protocol.round_epsilon(round_))
         if not (math.isfinite(cost) or protocol.raw_upload):
             raise ValueError(f"round cost ε={cost}")
@@ -137,10 +134,12 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     for reason in refused.values():
         log.info("refused: %s", reason)
     records = _refusals(list(refused))
+    # The protocol reads its values of the message, as on the local backend.
+    values = message.protocol_values()
     for node in admitted:
         try:
             report = protocol.client_step(
-                round_, host.store.view(node), cfg, host.settings.stream_seed()
+                round_, host.store.view(node), values, host.settings.stream_seed()
             )
         except Exception as exc:  # the charge stays spent: fail closed
             log.warning("node %d refuses round %d: %s", node, round_, exc)

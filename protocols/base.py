@@ -102,6 +102,15 @@ class ReportSchema:
     features: bool = False
     extras: tuple[str, ...] = ()
 
+    def expected(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~ldpgraph.protocols.reports.decode_report` that
+        say what this round's report carries."""
+        return {
+            "expect_adjacency": self.adjacency,
+            "expect_features": self.features,
+            "extras": self.extras,
+        }
+
 
 @dataclass
 class RoundResult:
@@ -172,3 +181,22 @@ class LdpProtocol(ABC):
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         """What one node's participation costs, from the accountant (``num_features`` lets
         the report state vector-level figures)."""
+
+
+class ClientSideOf(LdpProtocol):
+    """A protocol whose nodes run another protocol's client side unchanged (``client_side``):
+    the ε a round charges, the report schema and the client step are that protocol's; only
+    the server side (and the parameters it is described by) is this protocol's own."""
+
+    client_side: LdpProtocol
+
+    def round_epsilon(self, round_: int) -> float:
+        return self.client_side.round_epsilon(round_)
+
+    def schema(self, round_: int) -> ReportSchema:
+        return self.client_side.schema(round_)
+
+    def client_step(
+        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
+    ) -> Report:
+        return self.client_side.client_step(round_, view, server_msg, seed)

@@ -20,6 +20,7 @@ from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
 from ldpgraph.protocols.base import LdpProtocol
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.reports import (
     CONFIG_RECORD,
     HOSTS_RECORD,
@@ -36,10 +37,6 @@ log = logging.getLogger("ldpgraph.server")
 
 class CollectionError(RuntimeError):
     """The collection cannot go on (e.g. the SuperNodes never connected)."""
-
-
-def _config(values: dict[str, Any]) -> ConfigRecord:
-    return ConfigRecord({k: v for k, v in values.items() if v is not None})
 
 
 def settled_node_count(grid: Grid, timeout: float, settle: float = 2.0) -> int:
@@ -85,7 +82,7 @@ class GridCollector:
         self.batch_size = max(1, batch_size)
         self.progress = progress
         self.hosts: dict[int, np.ndarray] = {}
-        self.where: dict[str, Any] = {}
+        self.where: dict[str, Any] = {}  # the hello's where-values, added to every round
 
     # -- connection -------------------------------------------------------------------------
     def wait_for_supernodes(self, poll: float = 0.2) -> list[int]:
@@ -105,30 +102,34 @@ class GridCollector:
             time.sleep(poll)
 
     def _exchange(
-        self, contents: dict[int, dict[str, Any]], group: str, timeout: float | None = None
+        self,
+        message: RoundMessage,
+        supernodes: list[int],
+        group: str,
+        timeout: float | None = None,
     ) -> dict[int, Message]:
-        """Send one message per SuperNode (in batches) and return the replies by sender."""
+        """Send ``message`` to each of ``supernodes`` (in batches); the replies by sender."""
         timeout = self.round_timeout if timeout is None else timeout
         replies: dict[int, Message] = {}
-        items = list(contents.items())
-        for start in range(0, len(items), self.batch_size):
-            batch = items[start : start + self.batch_size]
+        record = message.to_record()
+        for start in range(0, len(supernodes), self.batch_size):
+            batch = supernodes[start : start + self.batch_size]
             msgs = [
                 Message(
-                    RecordDict({CONFIG_RECORD: _config(values)}),
+                    RecordDict({CONFIG_RECORD: ConfigRecord(record)}),
                     dst_node_id=sid,
                     message_type=MessageType.QUERY,
                     group_id=group,
                 )
-                for sid, values in batch
+                for sid in batch
             ]
-            asked = {sid for sid, _ in batch}
+            asked = set(batch)
             for reply in self._send_and_receive(msgs, timeout):
                 src = reply.metadata.src_node_id
                 if src in asked and src not in replies:
                     replies[src] = reply
             if self.progress is not None:
-                self.progress(sum(len(self.hosts.get(sid, ())) or 1 for sid, _ in batch))
+                self.progress(sum(len(self.hosts.get(sid, ())) or 1 for sid in batch))
         return replies
 
     def _send_and_receive(self, msgs: list[Message], timeout: float) -> list[Message]:
@@ -147,16 +148,17 @@ class GridCollector:
                 time.sleep(0.02)
         return out
 
-    def discover(self, hello: dict[str, Any]) -> dict[int, np.ndarray]:
-        """Ask every SuperNode which logical nodes it hosts; keep only consistent claims."""
-        self.where = dict(hello)
+    def discover(self, where: dict[str, Any]) -> dict[int, np.ndarray]:
+        """Ask every SuperNode which logical nodes it hosts; keep only consistent claims.
+        ``where``: where the nodes' data lies (``WHERE_KEYS`` of
+        :mod:`ldpgraph.protocols.messages`), told again with every round."""
+        hello = RoundMessage.hello(where)
+        self.where = dict(hello.where)
         supernodes = self.wait_for_supernodes()
         # The first exchange also waits for the engine to start its workers (Ray: seconds), so
         # it gets the connection timeout on top of a round's.
         replies = self._exchange(
-            {sid: {"op": "hello", **hello} for sid in supernodes},
-            "hello",
-            timeout=self.wait_timeout + self.round_timeout,
+            hello, supernodes, "hello", timeout=self.wait_timeout + self.round_timeout
         )
         claimed = np.zeros(self.num_nodes, dtype=bool)
         hosts: dict[int, np.ndarray] = {}
@@ -197,21 +199,17 @@ class GridCollector:
         return hosts
 
     # -- rounds -----------------------------------------------------------------------------
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: dict[str, Any],
-        num_features: int | None,
-    ) -> Replies:
-        """Send round ``round_``'s message to every SuperNode and decode the replies; what
-        cannot be decoded is counted (rejected, refused, missing, bad records) and dropped."""
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        """Send a round's message (with the hello's where-values) to every SuperNode that
+        hosts nodes and decode the replies; what cannot be decoded is counted (rejected,
+        refused, missing, bad records) and dropped."""
+        if message.op != "report":
+            raise ValueError(f"not a round's request: {message.op}")
+        round_ = message.round
         schema = protocol.schema(round_)
         stats = RoundStats(asked=self.num_nodes)
-        contents = {
-            sid: {"op": "report", "round": round_, **self.where, **message} for sid in self.hosts
-        }
-        replies = self._exchange(contents, f"round-{round_}")
+        request = message.with_where(self.where)
+        replies = self._exchange(request, list(self.hosts), f"round-{round_}")
         reports: dict[int, Report] = {}
         for sid, ids in self.hosts.items():
             reply = replies.get(sid)
@@ -245,11 +243,9 @@ class GridCollector:
                         payload,
                         num_nodes=self.num_nodes,
                         round_=round_,
-                        num_features=num_features,
-                        expect_adjacency=schema.adjacency,
-                        expect_features=schema.features,
+                        num_features=length,
                         node_id=node,
-                        extras=schema.extras,
+                        **schema.expected(),
                     )
                 except ReportError as exc:
                     stats.rejected += 1

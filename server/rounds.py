@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import Release, Report
 
 log = logging.getLogger("ldpgraph.server")
@@ -70,15 +71,11 @@ class Replies(NamedTuple):
 
 
 class Collector(Protocol):
-    """Sends round ``round_``'s ``message`` to every node and returns their replies."""
+    """Sends a round's ``message`` to every node and returns their replies (``length``: of the
+    feature part of each report, None when the round asks for none)."""
 
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: dict[str, Any],
-        num_features: int | None,
-    ) -> Replies: ...
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        ...
 
 
 @dataclass
@@ -93,10 +90,13 @@ class Collected:
 
 def round_message(
     protocol: LdpProtocol, round_: int, seed: int, feedback: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Round ``round_``'s message: the protocol's parameters, the server's feedback from the
-    previous round and the public values of this round (never a node's randomness)."""
-    return {**protocol.config(), **(feedback or {}), **protocol.public_message(round_, seed)}
+) -> RoundMessage:
+    """Round ``round_``'s request: the protocol's parameters, the server's feedback from the
+    previous round and the public values of this round (never a node's randomness). Where
+    the nodes' data lies is the collector's to add."""
+    public = {**(feedback or {}), **protocol.public_message(round_, seed)}
+    # A protocol's config names it; one that does not (a test's own) goes by its name.
+    return RoundMessage.report(round_, {"protocol": protocol.name, **protocol.config()}, public)
 
 
 def run_rounds(
@@ -107,9 +107,9 @@ def run_rounds(
     rounds: list[dict[str, Any]] = []
     message = round_message(protocol, 0, seed)
     for round_ in range(protocol.rounds):
-        length = protocol.num_features(round_, message, curator.num_features)
+        length = protocol.num_features(round_, message.protocol_values(), curator.num_features)
         t0 = time.perf_counter()
-        replies = collector.collect(protocol, round_, message, length)
+        replies = collector.collect(protocol, message, length)
         t1 = time.perf_counter()
         result, stats = validate_replies(protocol, round_, replies, curator.num_nodes, length)
         rounds.append(stats.to_dict())

@@ -11,17 +11,16 @@ and :meth:`CentralStrategy.privacy_report`.
 
 from __future__ import annotations
 
-import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import ClientSideOf, CuratorView, RoundResult
 from ..graph import Graph
 from ..ldp.floors import NonPrivate
-from ..types import NodeView, Release, Report
+from ..types import Release
 
 
 @dataclass
@@ -34,7 +33,7 @@ class UploadedGraph(Graph):
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-class CentralStrategy(LdpProtocol):
+class CentralStrategy(ClientSideOf):
     """A central-DP mechanism as a one-round raw-upload protocol.
 
     Subclasses set ``name`` and ``kind`` (the :class:`Release` kind they produce) and implement
@@ -47,28 +46,18 @@ class CentralStrategy(LdpProtocol):
     #: What :meth:`release` returns (``graph``, ``model`` or ``graphs``).
     kind: str = "graph"
 
-    _upload = NonPrivate()
+    client_side = NonPrivate()
 
     def config(self) -> dict[str, Any]:
         """The round message the nodes receive: the plain raw upload (nodes never run, or
-        even import, the strategy's code)."""
-        return self._upload.config()
-
-    def round_epsilon(self, round_: int) -> float:
-        return math.inf  # raw data: only a node that trusts the curator takes part
-
-    def schema(self, round_: int) -> ReportSchema:
-        return self._upload.schema(round_)
-
-    def client_step(
-        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
-    ) -> Report:
-        return self._upload.client_step(round_, view, server_msg, seed)
+        even import, the strategy's code). A node charges it ε = ∞: only a node that trusts
+        the curator takes part."""
+        return self.client_side.config()
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
-        raw = self._upload.server_step(round_, result, curator, seed)
+        raw = self.client_side.server_step(round_, result, curator, seed)
         uploaded = np.zeros(curator.num_nodes, dtype=bool)
         uploaded[np.fromiter(result.reports, dtype=np.int64, count=len(result.reports))] = True
         labels = curator.labels

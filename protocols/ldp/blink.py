@@ -534,27 +534,15 @@ class BlinkParams:
         return (1.0 - self.degree_share) * self.eps_graph
 
 
-@register(
-    "blink-hard",
-    label="BLink",
-    params=(EPSILON, DEGREE_SHARE),
-    public_features=True,
-    summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
-)
-@register(
-    "blink-soft",
-    label="BLink (soft)",
-    params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
-    public_features=True,
-    summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
-)
-@register(
-    "blink-hybrid",
-    label="BLink (hybrid)",
-    params=(EPSILON, DEGREE_SHARE),
-    public_features=True,
-    summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
-)
+# The three edge-only variants differ only in how the posterior becomes edges.
+@register("blink-hard", label="BLink", params=(EPSILON, DEGREE_SHARE), public_features=True,
+          summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5")
+@register("blink-soft", label="BLink (soft)", params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
+          public_features=True,
+          summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)")
+@register("blink-hybrid", label="BLink (hybrid)", params=(EPSILON, DEGREE_SHARE),
+          public_features=True,
+          summary="Blink hybrid: the floor(sum P) largest posteriors, weighted")
 @register(
     "fp-blink",
     label="FP-BLink",

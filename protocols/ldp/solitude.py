@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import EPSILON, FEATURE_SHARE, ClientSideOf, CuratorView, RoundResult
 from ..graph import canonical_edges
 from ..params import Param
 from ..registry import register
-from ..types import NodeView, PrivacyReport, Release, Report
+from ..types import PrivacyReport, Release
 from .assemble import adjacency_reports, feature_reports
 from .hogs import HogsParams, HogsProtocol, hogs_privacy_report
 from .kprop import kprop
@@ -85,7 +85,7 @@ LY = Param("ly", int, 0, "label propagation steps (only 0 is implemented)", low=
     summary="Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
     "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
 )
-class SolitudeProtocol(LdpProtocol):
+class SolitudeProtocol(ClientSideOf):
     """Solitude (official-code mode) under HoGS's split: see the module docstring."""
 
     name = "solitude"
@@ -98,16 +98,14 @@ class SolitudeProtocol(LdpProtocol):
         lx: int = LX.default,
         ly: int = LY.default,
     ) -> None:
-        if int(lx) != lx or lx < 0:
-            raise ValueError(f"lx must be a non-negative integer, got {lx}")
-        if int(ly) != ly or ly < 0:
-            raise ValueError(f"ly must be a non-negative integer, got {ly}")
+        # The declarations check what a direct construction passes, as the registry does.
+        lx, ly = LX.check(self.name, lx), LY.check(self.name, ly)
         if ly != 0:
             raise ValueError(
                 "solitude: label KProp (ly > 0) is not wired into training yet; use ly = 0"
             )
         self.params = HogsParams(float(epsilon), feature_share=float(feature_share))
-        self._client = HogsProtocol(self.params)
+        self.client_side = HogsProtocol(self.params)
         self.lx = int(lx)
         self.ly = int(ly)
 
@@ -123,17 +121,6 @@ class SolitudeProtocol(LdpProtocol):
             "lx": self.lx,
             "ly": self.ly,
         }
-
-    def round_epsilon(self, round_: int) -> float:
-        return self._client.round_epsilon(round_)
-
-    def schema(self, round_: int) -> ReportSchema:
-        return self._client.schema(round_)
-
-    def client_step(
-        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
-    ) -> Report:
-        return self._client.client_step(round_, view, server_msg, seed)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

@@ -19,6 +19,7 @@ import numpy as np
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
 from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import NodeView, Release
 from ldpgraph.server.rounds import Replies, RoundStats, run_rounds
 
@@ -89,18 +90,14 @@ class LocalCollector:
         self.progress = progress
         self.ledger = Ledger(None, "local")
 
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: dict[str, Any],
-        num_features: int | None,
-    ) -> Replies:
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        # The nodes read what a Flower node's protocol reads: the protocol's values of the
+        # message (its data lies here, so there are no where-values).
         result = collect_round(
             protocol,
             self.graph,
-            round_,
-            message,
+            message.round,
+            message.protocol_values(),
             self.seed,
             self.progress,
             self.settings,
@@ -122,18 +119,12 @@ class ReplayCollector:
         self.inner = inner
         self.replies: Replies | None = None
 
-    def collect(
-        self,
-        protocol: LdpProtocol,
-        round_: int,
-        message: dict[str, Any],
-        num_features: int | None,
-    ) -> Replies:
-        if round_ != 0 or protocol.rounds != 1:
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        if message.round != 0 or protocol.rounds != 1:
             raise ValueError("only the reports of a one-round protocol can be replayed")
         if self.replies is None:
             t0 = time.perf_counter()
-            first = self.inner.collect(protocol, round_, message, num_features)
+            first = self.inner.collect(protocol, message, length)
             self.replies = first._replace(seconds=time.perf_counter() - t0)
         reports, stats, seconds = self.replies
         # Fresh counts for each run (the round loop completes them in place).

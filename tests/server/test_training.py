@@ -20,7 +20,7 @@ from torch_geometric.utils import to_torch_csr_tensor
 from ldpgraph.server.models import MODELS, build_model
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 
-from .conftest import tmp_leftovers
+from ..conftest import tmp_leftovers
 
 
 @dataclass

@@ -13,7 +13,7 @@ import pytest
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATASET = "synthetic:n=90,classes=3,d=20,seed=5"
 
 

@@ -15,9 +15,9 @@ from ldpgraph.simulation.splits import Split
 
 
 def dense_offset_graph(seed: int = 0):
-    """tests/test_training.py::test_centering_rescues_dense_offset_features's case: 2000 dense
-    0/1 columns around 0.45 (as the 1-bit mechanism reports them) with a weak class signal in
-    a few; raw, Adam at lr 0.01 locks a GCN onto one class."""
+    """tests/server/test_training.py::test_centering_rescues_dense_offset_features's case:
+    2000 dense 0/1 columns around 0.45 (as the 1-bit mechanism reports them) with a weak class
+    signal in a few; raw, Adam at lr 0.01 locks a GCN onto one class."""
     rng = np.random.default_rng(seed)
     n, d, k = 200, 2000, 4
     y = np.repeat(np.arange(k), n // k)

@@ -10,6 +10,7 @@ import pytest
 
 from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.registry import make_protocol, protocol_names, uses_public_features
 from ldpgraph.protocols.types import PrivacyReport, Release, Report
 from ldpgraph.server.rounds import (
@@ -23,7 +24,7 @@ from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
 
-from .support.params import at_epsilon
+from ..support.params import at_epsilon
 
 N = 6
 
@@ -85,8 +86,11 @@ class FakeCollector:
         self.refuse = refuse or set()
         self.messages: list[tuple[int, dict[str, Any]]] = []
 
-    def collect(self, protocol, round_, message, num_features) -> Replies:
-        self.messages.append((round_, dict(message)))
+    def collect(self, protocol, message: RoundMessage, length) -> Replies:
+        assert message.op == "report"
+        round_ = message.round
+        message = message.protocol_values()
+        self.messages.append((round_, message))
         stats = RoundStats(asked=N, refused=len(self.refuse))
         reports = {}
         for node in range(N):
@@ -132,7 +136,13 @@ def test_feedback_and_public_values_reach_the_next_round():
     run_rounds(proto, col, CURATOR, seed=2)
     (_, m0), (_, m1), (_, m2) = col.messages
     assert m0["public"] == 200 and "feedback" not in m0 and m0["name"] == "phases"
-    assert m1 == {"name": "phases", "rounds": 3, "feedback": 6.0, "public": 201}
+    assert m1 == {
+        "protocol": "phases",
+        "name": "phases",
+        "rounds": 3,
+        "feedback": 6.0,
+        "public": 201,
+    }
     # Round 1's nodes echo the feedback: the server sums what they sent.
     assert m2["feedback"] == 36.0 and m2["public"] == 202
 
@@ -182,7 +192,7 @@ def test_invalid_reports_are_dropped_and_counted():
 )
 def test_each_kind_of_bad_report_is_named(how, needle):
     col = FakeCollector({2: how})
-    rep = col.collect(Phases(1), 0, {}, None).reports[2]
+    rep = col.collect(Phases(1), RoundMessage.report(0, {"protocol": "phases"}), None).reports[2]
     problem = report_problem(rep, 2, 0, N, None, Phases(1).schema(0))
     assert problem is not None and needle in problem
 

@@ -32,7 +32,10 @@ from ldpgraph.simulation.cli import main
 from ldpgraph.simulation.processes import kill_under, pids_under
 from ldpgraph.simulation.results.store import ResultsStore
 
-ROOT = Path(__file__).resolve().parents[1]
+# Real SuperLinks, SuperNodes and Ray clusters as processes: end-to-end, out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

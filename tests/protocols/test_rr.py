@@ -21,7 +21,7 @@ from ldpgraph.protocols.registry import (
 )
 from ldpgraph.protocols.types import NodeView
 
-from .reference_blink import dense_rr
+from ..reference.blink import dense_rr
 
 Z999 = 3.2905
 
@@ -31,8 +31,8 @@ def inside(successes: int, trials: int, p: float) -> bool:
 
 
 def release_with(backend: str, graph, config):
-    """One protocol run through a backend (as tests/test_flower.py's helper, with the curator
-    view given the true features for every edge-only protocol)."""
+    """One protocol run through a backend (as tests/simulation/test_flower.py's helper, with
+    the curator view given the true features for every edge-only protocol)."""
     from ldpgraph.simulation.backends import flower
     from ldpgraph.simulation.backends.local import run_protocol as run_local
     from ldpgraph.simulation.pipeline import curator_view

@@ -24,7 +24,7 @@ from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.datasets import synthetic_graph
 from ldpgraph.simulation.splits import split_for
 
-from .support.toy_central import MajorityModel
+from ..support.toy_central import MajorityModel
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from ldpgraph.simulation import cli, pipeline
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
-from .conftest import needs_mirror
+from ..conftest import needs_mirror
 
 SMALL = "synthetic:n=300,classes=3,d=60,avg_degree=6,seed=1"
 
@@ -200,7 +200,7 @@ def test_flwr_app_config_matches_run_defaults():
 
     from ldpgraph.simulation.flower_app import APP_ONLY_KEYS
 
-    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     app_cfg = pyproject["tool"]["flwr"]["app"]["config"]
     ours = {k: v for k, v in app_cfg.items() if k not in APP_ONLY_KEYS}
     assert ours == RunConfig().to_flwr()

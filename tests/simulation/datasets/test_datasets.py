@@ -24,7 +24,7 @@ from ldpgraph.simulation.datasets import (
 )
 from ldpgraph.simulation.datasets.build import make_graph
 
-from ..conftest import MIRROR, needs_mirror
+from ...conftest import MIRROR, needs_mirror
 
 
 @pytest.fixture(scope="module", autouse=True)

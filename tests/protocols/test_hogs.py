@@ -21,7 +21,7 @@ from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.types import NodeView
 
-from .reference_hogs import dense_hogs
+from ..reference.hogs import dense_hogs
 
 
 def random_graph(n: int, d: int, seed: int, dup_rows: int = 4) -> Graph:

@@ -27,7 +27,10 @@ import pytest
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
-ROOT = Path(__file__).resolve().parents[1]
+# Real SuperLinks, SuperNodes and Ray clusters as processes: end-to-end, out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent
 DATASET = "synthetic:n=90,classes=3,d=16,seed=4"

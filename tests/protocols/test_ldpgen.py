@@ -33,7 +33,7 @@ from ldpgraph.protocols.types import NodeView
 from ldpgraph.simulation.backends.local import collect_round, run_protocol
 from ldpgraph.simulation.datasets import load_dataset
 
-from .reference_ldpgen import (
+from ..reference.ldpgen import (
     block_sums,
     chung_lu_expected,
     dense_block_factors,
@@ -177,10 +177,8 @@ def test_reports_round_trip_the_wire(graph):
                 num_nodes=200,
                 round_=r,
                 num_features=LdpGenProtocol.num_features(r, msg, graph.num_features),
-                expect_adjacency=schema.adjacency,
-                expect_features=schema.features,
                 node_id=4,
-                extras=schema.extras,
+                **schema.expected(),
             )
             assert got.extras == pytest.approx(rep.extras)
             if rep.features is not None:

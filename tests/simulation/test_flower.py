@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from ldpgraph.client.budget import NodeSettings
+from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.server.training import TrainConfig, train_and_evaluate
 from ldpgraph.simulation.backends import flower
@@ -18,7 +19,7 @@ from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import make_split
 
-from .support.faults import make_faulty_app
+from ..support.faults import make_faulty_app
 
 pytestmark = pytest.mark.slow
 
@@ -113,8 +114,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             where = {"data": str(store), "nodes-per-client": 3, "num-nodes": 12}
             col.discover(where)
             # A server that claims a huge budget and consent changes nothing.
-            base = {
-                **where,
+            hostile = {
                 "seed": 0,
                 "default-budget": 1e9,
                 "budget": 1e9,
@@ -122,7 +122,8 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
                 "trust-curator": True,
             }
             for name, proto, round_ in (("first", hogs, 0), ("second", hogs, 1), ("raw", raw, 0)):
-                out[name] = col.collect(proto, round_, {**base, **proto.config()}, 10).stats
+                message = RoundMessage.report(round_, proto.config(), hostile)
+                out[name] = col.collect(proto, message, 10).stats
 
         cfg = RunConfig(ray_actors=2)
         with (
@@ -229,7 +230,7 @@ def test_only_the_engine_module_calls_the_deprecated_entry():
     """A Flower upgrade that removes ``run_simulation`` is one change: backends/engine.py."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     callers = sorted(
         str(p.relative_to(root))
         for folder in ("client", "server", "simulation", "protocols", "tests", "benchmarks")

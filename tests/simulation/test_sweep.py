@@ -22,7 +22,7 @@ from ldpgraph.simulation.sweep.experiment import (
     parse_experiment,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYN = "synthetic:n=150,classes=3,d=20"
 
 TINY = f"""
@@ -232,6 +232,7 @@ def test_growing_the_grid_sets_aside_finals_of_the_old_winner(tmp_path: Path) ->
     assert {r["config_hash"] for r in kept} == {config_hash(kept[0]["config"])}
 
 
+@pytest.mark.slow
 def test_cli_sweep_with_process_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, TINY)
     db = tmp_path / "p.db"
@@ -277,6 +278,7 @@ def _status(db: Path) -> dict[str, int]:
     return dict(rows)
 
 
+@pytest.mark.slow
 def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
     path = _write(tmp_path, INTERRUPT)
     db = tmp_path / "k.db"

@@ -14,7 +14,7 @@ from ldpgraph.simulation.pipeline import run
 from ldpgraph.simulation.results.store import ResultsStore
 from ldpgraph.simulation.splits import split_for
 
-from .support.toy_central import registered
+from ..support.toy_central import registered
 
 SMALL = "synthetic:n=120,classes=3,d=20,avg_degree=5,seed=3"
 

@@ -33,7 +33,7 @@ from ldpgraph.protocols.registry import make_protocol, protocol_from_config
 from ldpgraph.protocols.reports import decode_report, encode_report
 from ldpgraph.protocols.types import NodeView
 
-from .reference_blink import (
+from ..reference.blink import (
     bayes_posterior,
     clamp_and_impute,
     dense_beta,

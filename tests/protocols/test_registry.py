@@ -27,7 +27,7 @@ from ldpgraph.protocols.registry import (
 from ldpgraph.simulation import cli
 from ldpgraph.simulation.config import ConfigError, RunConfig
 
-from .support.toy_central import ToyDegreeGraph, registered
+from ..support.toy_central import ToyDegreeGraph, registered
 
 SMALL = "synthetic:n=120,classes=3,d=16,avg_degree=5,seed=1"
 

@@ -95,14 +95,7 @@ def reports(records: dict, protocol: str = "hogs", round_: int = 0, d: int = 24)
             out[node] = None
             continue
         out[node] = decode_report(
-            payload,
-            num_nodes=N,
-            round_=round_,
-            num_features=d,
-            expect_adjacency=schema.adjacency,
-            expect_features=schema.features,
-            node_id=node,
-            extras=schema.extras,
+            payload, num_nodes=N, round_=round_, num_features=d, node_id=node, **schema.expected()
         )
     return out
 
@@ -309,7 +302,7 @@ def test_start_supernode_requires_a_finite_budget(budget):
     import subprocess
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "deploy" / "start-supernode.sh"
+    script = Path(__file__).resolve().parents[2] / "deploy" / "start-supernode.sh"
     args = ["bash", str(script), "--superlink", "h:1", "--ca", "c", "--key", "k", "--data", "d"]
     if budget is not None:
         args += ["--budget", budget]

@@ -13,7 +13,7 @@ from ldpgraph.protocols.ldp.hogs_kprop import HogsKpropProtocol
 from ldpgraph.protocols.ldp.kprop import kprop, label_kprop_targets
 from ldpgraph.protocols.mechanisms import flip_probability
 
-from .reference_hogs import dense_hogs
+from ..reference.hogs import dense_hogs
 from .test_hogs import collect, dense_inputs, random_graph
 
 

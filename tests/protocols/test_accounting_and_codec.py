@@ -13,7 +13,7 @@ from ldpgraph.protocols.registry import make_protocol, protocol_names
 from ldpgraph.protocols.reports import ReportError, decode_report, encode_report
 from ldpgraph.protocols.types import Report
 
-from .support.params import at_epsilon
+from ..support.params import at_epsilon
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 2.5, 4.0, 8.0])
