@@ -17,7 +17,7 @@ from ldpgraph.protocols.types import NodeView, PrivacyReport, Release
 from ldpgraph.simulation.datasets import synthetic_graph
 from ldpgraph.simulation.splits import split_for
 
-from ..support.toy_central import MajorityModel, ToyDegreeGraph, ToyMajority
+from ...support.toy_central import MajorityModel, ToyDegreeGraph, ToyMajority
 
 
 def _privacy() -> PrivacyReport:
