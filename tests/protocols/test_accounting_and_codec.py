@@ -63,6 +63,13 @@ def test_every_protocol_states_its_units(name):
         assert "no privacy" in text
         assert all(math.isinf(v) for v in eps.values()) and {"edge", "feature_vector"} <= set(eps)
         return
+    if make_protocol(name, **at_epsilon(name, 4.0)).privacy_model != "ldp":
+        # Node-level central DP (one node's whole row, features and label): the sound figure,
+        # never below the paper's; a strategy's non-private twin states none.
+        assert set(eps) == {"node"}
+        assert "no privacy" in text if math.isinf(eps["node"]) else "node-level" in text
+        assert eps["node"] >= rep.epsilon - 1e-9 or math.isinf(eps["node"])
+        return
     adjacency = [
         p for p in rep.parts if p["part"] == "adjacency" or p["mechanism"] == "discrete-laplace"
     ]
