@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -83,6 +84,23 @@ class PrivacyReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def no_privacy(
+        cls, protocol: str, what: str, headline: str, units: tuple[str, ...], note: str
+    ) -> PrivacyReport:
+        """The report of a non-private reference: raw data to a trusted curator, ε = ∞ (δ = 1)
+        for each of ``units``; ``what`` says whose raw data (the unit's text)."""
+        return cls(
+            protocol=protocol,
+            unit=f"none ({what})",
+            epsilon=math.inf,
+            delta=1.0,
+            accountant="none",
+            notes=[note],
+            headline=headline,
+            unit_epsilons=dict.fromkeys(units, math.inf),
+        )
 
 
 @dataclass

@@ -195,13 +195,41 @@ class DparModel:
         return self.labels[np.asarray(nodes, dtype=np.int64)]
 
 
+#: The registered names and the variant each chooses.
+VARIANTS = {
+    "dpar-em0": "em0",
+    "dpar-em1": "em1",
+    "dpar-gm": "gm",
+    "dpar-nodp": "nodp",
+    "dpar-features": "features",
+}
+
+
+# One class under five names; the name chooses the variant (Dpar.from_params).
+@register("dpar-em0", label="DPAR-EM0", params=_DP + _DP_APPR + _APPR + (CLIP_EM,) + _COMMON,
+          summary="DPAR (central, node DP): DP-APPR by Gumbel top-K with 1/K weights + DP-SGD MLP")
+@register("dpar-em1", label="DPAR-EM1",
+          params=_DP + _DP_APPR + _APPR + (CLIP_EM, EM1_VALUE_SHARE) + _COMMON,
+          summary="DPAR (central, node DP): DP-APPR by Gumbel top-K with Laplace values + DP-SGD "
+          "MLP")
+@register("dpar-gm", label="DPAR-GM", params=_DP + _DP_APPR + _APPR + (CLIP_GM,) + _COMMON,
+          summary="DPAR (central, node DP): DP-APPR by the Gaussian mechanism + DP-SGD MLP")
+@register("dpar-nodp", label="DPARNoDP", params=_APPR + _COMMON,
+          summary="DPAR without DP (exact top-K APPR, plain Adam): the non-private reference")
+@register("dpar-features", label="Features", params=_DP + (FEATURES_INFERENCE,) + _COMMON,
+          summary="DPAR's Features baseline: DP-SGD MLP on node features alone (Π = I)")
 class Dpar(CentralStrategy):
     """DPAR (one class; the registered names choose the variant)."""
 
     kind = "model"
-    variant = "gm"
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, variant: str = "gm", **params: Any) -> None:
+        if variant not in VARIANTS.values():
+            raise ValueError(f"unknown DPAR variant {variant!r}")
+        self.variant = variant
+        self.name = next(name for name, v in VARIANTS.items() if v == variant)
+        # DPARNoDP is the non-private reference, like the LDP side's `none`.
+        self.privacy_model = "none" if variant == "nodp" else "central"
         p = {param.name: param.default for param in _COMMON + _APPR + _DP + _DP_APPR}
         p.update({CLIP_GM.name: CLIP_GM.default, CLIP_EM.name: CLIP_EM.default})
         p.update({EM1_VALUE_SHARE.name: EM1_VALUE_SHARE.default})
@@ -217,9 +245,7 @@ class Dpar(CentralStrategy):
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> Dpar:
-        obj = cls(**params)
-        obj.name = name
-        return obj
+        return cls(VARIANTS[name], **params)
 
     @property
     def private(self) -> bool:
@@ -380,15 +406,12 @@ class Dpar(CentralStrategy):
         p = self.p
         b = self.budgets()
         if b is None:
-            return PrivacyReport(
-                protocol=self.name,
-                unit="none (non-private DPAR: raw data to a trusted curator)",
-                epsilon=math.inf,
-                delta=1.0,
-                accountant="none",
-                notes=["DPARNoDP: the same model without clipping or noise (upper reference)."],
-                headline="no privacy: DPAR without DP (ε = ∞ per node)",
-                unit_epsilons={"node": math.inf},
+            return PrivacyReport.no_privacy(
+                self.name,
+                "non-private DPAR: raw data to a trusted curator",
+                "no privacy: DPAR without DP (ε = ∞ per node)",
+                ("node",),
+                "DPARNoDP: the same model without clipping or noise (upper reference).",
             )
         parts: list[dict[str, Any]] = []
         notes: list[str] = []
@@ -464,62 +487,6 @@ class Dpar(CentralStrategy):
             ),
             unit_epsilons={"node": eps},
         )
-
-
-@register(
-    "dpar-em0",
-    params=_DP + _DP_APPR + _APPR + (CLIP_EM,) + _COMMON,
-    label="DPAR-EM0",
-    summary="DPAR (central, node DP): DP-APPR by Gumbel top-K with 1/K weights + DP-SGD MLP",
-)
-class DparEm0(Dpar):
-    name = "dpar-em0"
-    variant = "em0"
-
-
-@register(
-    "dpar-em1",
-    params=_DP + _DP_APPR + _APPR + (CLIP_EM, EM1_VALUE_SHARE) + _COMMON,
-    label="DPAR-EM1",
-    summary="DPAR (central, node DP): DP-APPR by Gumbel top-K with Laplace values + DP-SGD MLP",
-)
-class DparEm1(Dpar):
-    name = "dpar-em1"
-    variant = "em1"
-
-
-@register(
-    "dpar-gm",
-    params=_DP + _DP_APPR + _APPR + (CLIP_GM,) + _COMMON,
-    label="DPAR-GM",
-    summary="DPAR (central, node DP): DP-APPR by the Gaussian mechanism + DP-SGD MLP",
-)
-class DparGm(Dpar):
-    name = "dpar-gm"
-    variant = "gm"
-
-
-@register(
-    "dpar-nodp",
-    params=_APPR + _COMMON,
-    label="DPARNoDP",
-    summary="DPAR without DP (exact top-K APPR, plain Adam): the non-private reference",
-)
-class DparNoDp(Dpar):
-    name = "dpar-nodp"
-    variant = "nodp"
-    privacy_model = "none"
-
-
-@register(
-    "dpar-features",
-    params=_DP + (FEATURES_INFERENCE,) + _COMMON,
-    label="Features",
-    summary="DPAR's Features baseline: DP-SGD MLP on node features alone (Π = I)",
-)
-class DparFeatures(Dpar):
-    name = "dpar-features"
-    variant = "features"
 
 
 # --- pieces (torch ones import torch lazily) ----------------------------------------------

@@ -70,21 +70,13 @@ class NonPrivate(LdpProtocol):
         )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        return PrivacyReport(
-            protocol=self.name,
-            unit="none (raw data to a trusted curator)",
-            epsilon=math.inf,
-            delta=1.0,
-            accountant="none",
-            notes=["No privacy: the non-private upper bound."],
-            headline="no privacy: each node's raw adjacency row and feature vector go to a "
-            "trusted curator (ε = ∞ per adjacency bit, per edge and per feature vector)",
-            unit_epsilons={
-                "adjacency_bit": math.inf,
-                "edge": math.inf,
-                "feature_bit": math.inf,
-                "feature_vector": math.inf,
-            },
+        return PrivacyReport.no_privacy(
+            self.name,
+            "raw data to a trusted curator",
+            "no privacy: each node's raw adjacency row and feature vector go to a trusted "
+            "curator (ε = ∞ per adjacency bit, per edge and per feature vector)",
+            ("adjacency_bit", "edge", "feature_bit", "feature_vector"),
+            "No privacy: the non-private upper bound.",
         )
 
 

@@ -17,6 +17,7 @@ from ldpgraph.protocols.types import NodeView, PrivacyReport, Release
 from ldpgraph.simulation.datasets import synthetic_graph
 from ldpgraph.simulation.splits import split_for
 
+from ...support.central import curator_for
 from ...support.toy_central import MajorityModel, ToyDegreeGraph, ToyMajority
 
 
@@ -35,18 +36,6 @@ def _views(graph):
         NodeView(v, graph.neighbors(v), graph.x[v], graph.num_nodes, graph.feature_domain)
         for v in range(graph.num_nodes)
     ]
-
-
-def _curator(graph, split, **kw) -> CuratorView:
-    return CuratorView(
-        graph.num_nodes,
-        graph.num_features,
-        graph.feature_domain,
-        labels=training_labels(graph.y, split.train, split.val),
-        train_nodes=split.train,
-        val_nodes=split.val,
-        **kw,
-    )
 
 
 def test_release_kinds_are_checked_and_fingerprinted():
@@ -110,21 +99,22 @@ def test_graph_release_from_the_uploaded_graph(small):
     strategy = ToyDegreeGraph(4.0)
     refusing = {0, 5, 7}
     release = strategy.server_step(
-        0, _collect(strategy, graph, refusing), _curator(graph, split), 3
+        0, _collect(strategy, graph, refusing), curator_for(graph, split), 3
     )
     assert release.kind == "graph" and release.num_nodes == graph.num_nodes
     assert release.stats["uploaded_nodes"] == graph.num_nodes - len(refusing)
     assert (release.x[sorted(refusing)] == 0).all()  # a refusing node's features never arrive
     assert release.privacy.unit == "edge" and release.privacy.epsilon == 4.0
     assert release.num_edges > 0
-    again = strategy.server_step(0, _collect(strategy, graph, refusing), _curator(graph, split), 3)
+    curator = curator_for(graph, split)
+    again = strategy.server_step(0, _collect(strategy, graph, refusing), curator, 3)
     assert again.fingerprint() == release.fingerprint()  # the seed drives every draw
 
 
 def test_model_release_uses_training_labels_only(small):
     graph, split = small
     strategy = ToyMajority(8.0)
-    curator = _curator(graph, split)
+    curator = curator_for(graph, split)
     release = strategy.server_step(0, _collect(strategy, graph), curator, 0)
     assert release.kind == "model"
     majority = np.bincount(graph.y[split.train]).argmax()
@@ -142,7 +132,7 @@ def test_wrong_kind_is_refused(small):
         kind = "graph"
 
     with pytest.raises(RuntimeError, match="released a 'model'"):
-        Liar(1.0).server_step(0, _collect(Liar(1.0), graph), _curator(graph, split), 0)
+        Liar(1.0).server_step(0, _collect(Liar(1.0), graph), curator_for(graph, split), 0)
 
 
 def test_noisy_degrees_have_the_discrete_laplace_spread(small):
@@ -151,7 +141,7 @@ def test_noisy_degrees_have_the_discrete_laplace_spread(small):
     graph, split = small
     strategy = ToyDegreeGraph(1.0)
     result = _collect(strategy, graph)
-    curator = _curator(graph, split)
+    curator = curator_for(graph, split)
     true_sum = 2 * graph.num_edges
     sums = np.array(
         [strategy.server_step(0, result, curator, s).stats["noisy_degree_sum"] for s in range(300)]

