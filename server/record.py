@@ -116,8 +116,10 @@ def summary(record: dict[str, Any]) -> str:
     each round's counts, timings and the fingerprint."""
     c, pr, g = record["config"], record["privacy"], record["graph"]
     kind = record.get("release_kind", "graph")
+    # A model release is scored as released: no GNN of the configuration is trained on it.
+    trained = f" with {c['model']}" if kind == "graph" else f" ({kind} release)"
     lines = [
-        f"ldpgraph run: {c['protocol']} on {c['dataset']} with {c['model']} "
+        f"ldpgraph run: {c['protocol']} on {c['dataset']}{trained} "
         f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
     ]
     acc, training = record.get("accuracy"), record.get("training") or {}

@@ -298,8 +298,11 @@ def run(
     if bar:
         bar.close()
 
-    say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
-    ebar = _bar(config.epochs, "epochs", show_progress)
+    if released.kind == "graph":
+        say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
+    else:  # a model is scored as released; a set of graphs is evaluated by its metrics
+        say(f"evaluating the released {released.kind}")
+    ebar = _bar(config.epochs, "epochs", show_progress and released.kind == "graph")
     result = train_release(
         config,
         prepared.original,

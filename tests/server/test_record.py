@@ -96,6 +96,7 @@ def test_the_summary_of_a_model_release_and_a_skipped_metric():
     assert "test 25.0%   val 50.0%   (model release)" in text
     assert "lp            skipped: does not score a model release" in text
     assert "released: a model" in text
+    assert "hogs on cora (model release) (ε=8" in text and "with gcn" not in text
     del rec["accuracy"]
     assert "accuracy" not in summary(rec)
 
