@@ -23,8 +23,9 @@ from ldpgraph.server.rounds import (
 from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
 from ldpgraph.simulation.pipeline import curator_view
+from ldpgraph.simulation.splits import split_for
 
-from ..support.params import at_epsilon
+from ..support.params import for_small_graph
 
 N = 6
 
@@ -212,10 +213,11 @@ def test_a_round_of_only_rejected_reports_stops_the_run():
 
 @pytest.mark.parametrize("name", sorted(protocol_names()))
 def test_every_protocol_through_the_local_collector_passes_validation(name):
-    """The local backend feeds the same loop: every honest report of every protocol passes."""
-    proto = make_protocol(name, **at_epsilon(name, 4.0))
+    """The local backend feeds the same loop: every honest report of every protocol passes
+    (the curator knows the training labels, which a central strategy trains on)."""
+    proto = make_protocol(name, **for_small_graph(name, 4.0))
     settings = NodeSettings(budget=total_epsilon(proto), trust_curator=True, seed=3)
-    curator = curator_view(GRAPH, uses_public_features(name))
+    curator = curator_view(GRAPH, uses_public_features(name), split_for(GRAPH.num_nodes, 0))
     release, _ = run_protocol(proto, GRAPH, curator, 3, settings=settings)
     rounds = release.stats["collection"]["rounds"]
     assert len(rounds) == proto.rounds
