@@ -365,7 +365,9 @@ class Dpar(CentralStrategy):
             keep_h = _mask((*xi.shape[:2], p["mlp_hidden"]), drop, gen, device)
             return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
 
-        trained = dpsgd.train(target_loss, params, rows, make_batch, plan, gen)
+        trained = dpsgd.train(
+            target_loss, params, rows, make_batch, plan, gen, clipped_sum=target_clipped_sum
+        )
 
         # Eq. 4 on the inference graph (training and non-training sides separately).
         with torch.no_grad():
@@ -589,6 +591,42 @@ def target_loss(
 
     agg = (w[:, None] * mlp_logits(params, x, keep_in, keep_h)).sum(0)
     return torch.nn.functional.cross_entropy(agg[None, :], y[None])
+
+
+def target_clipped_sum(
+    params: dict[str, Any], batch: tuple[Any, ...], clip: float
+) -> tuple[dict[str, Any], Any]:
+    """Σ_i ḡ_i of :func:`target_loss` over a batch in closed form, and the per-target norms.
+
+    Equal to ``dpsgd.generic_clipped_sum(target_loss, ...)`` without materialising B
+    gradients of W1 (B·d·h floats, the cost of a step). For target i with neighbours k:
+    ∇W2_i = Σ_k h_ik ⊗ δo_ik (small, kept), ∇W1_i = Σ_k a_ik ⊗ δz_ik with a the dropped-out
+    input and δz the pre-activation gradient, whose squared norm is Σ_kl (a_ik·a_il)(δz_ik·δz_il)
+    (K×K Gram matrices); the clipped sum of ∇W1 is one matmul aᵀ(c·δz) over all B·K rows.
+    """
+    import torch
+
+    x, w, y, keep_in, keep_h = batch
+    w1, w2 = params["w1"], params["w2"]
+    a = x * keep_in  # [B, K, d]
+    z = a @ w1  # [B, K, h]
+    h = torch.relu(z) * keep_h
+    agg = (w[..., None] * (h @ w2)).sum(1)  # [B, c]
+    d_agg = torch.softmax(agg, dim=1)
+    d_agg[torch.arange(y.shape[0], device=y.device), y] -= 1.0
+    d_out = w[..., None] * d_agg[:, None, :]  # [B, K, c]
+    g2 = torch.einsum("bkh,bkc->bhc", h, d_out)  # per-target ∇W2
+    d_z = (d_out @ w2.T) * keep_h * (z > 0)  # [B, K, h]
+    sq1 = (torch.einsum("bkd,bld->bkl", a, a) * torch.einsum("bkh,blh->bkl", d_z, d_z)).sum((1, 2))
+    norms = (sq1.clamp(min=0.0) + g2.pow(2).sum((1, 2))).sqrt()
+    if math.isfinite(clip):
+        factor = 1.0 / torch.clamp(norms / clip, min=1.0)
+    else:
+        factor = torch.ones_like(norms)
+    scaled = d_z * factor[:, None, None]
+    s1 = a.reshape(-1, a.shape[-1]).T @ scaled.reshape(-1, scaled.shape[-1])
+    s2 = torch.einsum("bhc,b->hc", g2, factor)
+    return {"w1": s1, "w2": s2}, norms
 
 
 def power_iteration(adj: sp.csr_matrix, h: np.ndarray, alpha: float, steps: int) -> np.ndarray:
