@@ -386,6 +386,9 @@ class Dpar(CentralStrategy):
             "training_nodes": int(train.size),
             "subsampled_nodes": int(big_n),
             "rows": int(rows),
+            # M of the rows are DP-APPR rows (the rest identity): at Table 1's budgets their
+            # top-K is close to uniform, so a large share costs accuracy (docs/reproduction).
+            "appr_rows": int(p["appr_nodes"]) if self.uses_appr else 0,
             "sgd_q": q,
             "sgd_steps": int(steps),
             "noise_multiplier": float(z_eff * tau),
