@@ -31,13 +31,31 @@ Z_MIN, Z_MAX = 1e-3, 1e4
 
 Params = dict[str, torch.Tensor]
 Loss = Callable[..., torch.Tensor]
+#: ``clipped_sum(params, batch, clip) -> (Σ_i ḡ_i per parameter, per-example norms)``: a
+#: model's own closed form of the clipped per-example sum (see :func:`generic_clipped_sum`).
+ClippedSum = Callable[[Params, tuple[torch.Tensor, ...], float], tuple[Params, torch.Tensor]]
+
+
+@functools.lru_cache(maxsize=32)
+def _vmapped_grad(loss: Loss, arity: int) -> Callable[..., Params]:
+    """vmap(grad(loss)) built once per (loss, number of example tensors), not every step."""
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, *([0] * arity)))
 
 
 def per_example_grads(loss: Loss, params: Params, batch: tuple[torch.Tensor, ...]) -> Params:
     """∇_θ loss(θ, example_i) for every example i of ``batch`` (each tensor's first
     dimension), as a dict of tensors with a leading batch dimension."""
-    fn = torch.func.vmap(torch.func.grad(loss), in_dims=(None, *([0] * len(batch))))
+    fn = _vmapped_grad(loss, len(batch))
     return fn({k: v.detach() for k, v in params.items()}, *batch)
+
+
+def generic_clipped_sum(
+    loss: Loss, params: Params, batch: tuple[torch.Tensor, ...], clip: float
+) -> tuple[Params, torch.Tensor]:
+    """Σ_i ḡ_i of any ``loss`` through materialised per-example gradients (vmap of grad), and
+    the norms before clipping: the reference a model's closed form must equal."""
+    clipped, norms = clip_per_example(per_example_grads(loss, params, batch), clip)
+    return {k: g.sum(0) for k, g in clipped.items()}, norms
 
 
 def clip_per_example(grads: Params, clip: float) -> tuple[Params, torch.Tensor]:
@@ -58,9 +76,13 @@ def clip_per_example(grads: Params, clip: float) -> tuple[Params, torch.Tensor]:
 
 def noisy_sum(clipped: Params, std: float, generator: torch.Generator | None) -> Params:
     """Σ_i ḡ_i + N(0, std²·I) per parameter tensor (std = σ·C, spec Eq. 2)."""
+    return add_noise({k: g.sum(0) for k, g in clipped.items()}, std, generator)
+
+
+def add_noise(summed: Params, std: float, generator: torch.Generator | None) -> Params:
+    """``summed`` + N(0, std²·I) per parameter tensor."""
     out: Params = {}
-    for k, g in clipped.items():
-        total = g.sum(0)
+    for k, total in summed.items():
         if std > 0:
             noise = torch.randn(
                 total.shape, generator=generator, dtype=total.dtype, device=total.device
@@ -183,12 +205,17 @@ def train(
     make_batch: Callable[[torch.Tensor], tuple[torch.Tensor, ...]],
     plan: DpSgdPlan,
     generator: torch.Generator,
+    clipped_sum: ClippedSum | None = None,
 ) -> Params:
     """DP-SGD with Adam (post-processing of the noisy gradients: privacy unaffected; spec A12)
     over ``rows`` examples: each step draws a Poisson sample of row indices and
     ``make_batch(indices)`` returns the examples' tensors (first dimension: the example; it may
-    draw per-step randomness such as dropout masks from ``generator``). Returns the trained
+    draw per-step randomness such as dropout masks from ``generator``). ``clipped_sum``, when
+    given, is the model's closed form of Σ_i ḡ_i (it must equal :func:`generic_clipped_sum`
+    of ``loss``; it skips materialising B per-example gradients). Returns the trained
     parameters."""
+    if clipped_sum is None:
+        clipped_sum = functools.partial(generic_clipped_sum, loss)
     leaves = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     opt = torch.optim.Adam(leaves.values(), lr=plan.lr, weight_decay=plan.weight_decay)
     device = str(next(iter(leaves.values())).device)
@@ -204,9 +231,9 @@ def train(
                      for k, v in leaves.items()}  # fmt: skip
             summed = noisy_sum(zeros, std, generator)
         else:
-            grads = per_example_grads(loss, leaves, make_batch(idx))
-            clipped, _ = clip_per_example(grads, plan.clip)
-            summed = noisy_sum(clipped, std, generator)
+            detached = {k: v.detach() for k, v in leaves.items()}
+            total, _ = clipped_sum(detached, make_batch(idx), plan.clip)
+            summed = add_noise(total, std, generator)
         divisor = expected if plan.private else float(idx.numel())
         for k, p in leaves.items():
             p.grad = (summed[k] / divisor).to(p.dtype)

@@ -112,6 +112,7 @@ def test_release_is_seeded_and_reports_its_mechanism(small):
     b = _release("dpar-gm", graph, split, seed=3)
     assert a.kind == "model" and a.fingerprint() == b.fingerprint()
     assert a.stats["rows"] == a.stats["subsampled_nodes"]  # identity rows (reference)
+    assert a.stats["appr_rows"] == 15
     assert a.stats["sgd_steps"] == 3 * math.ceil(a.stats["rows"] / 60)
     parts = {p["part"]: p for p in a.privacy.parts}
     assert parts["dp-appr"]["gm_sigma"] > 0 and parts["dp-appr"]["M"] == 15

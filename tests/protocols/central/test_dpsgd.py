@@ -15,7 +15,7 @@ from scipy import optimize, stats
 from scipy.stats import norm
 
 from ldpgraph.protocols.central import dpsgd
-from ldpgraph.protocols.central.dpar import target_loss
+from ldpgraph.protocols.central.dpar import target_clipped_sum, target_loss
 from ldpgraph.protocols.params import ProtocolParameterError
 
 
@@ -147,3 +147,17 @@ def test_training_is_seeded_and_learns():
 
     acc = (mlp_logits(a, x[:, 0]).argmax(1) == y).float().mean().item()
     assert acc > 0.8
+
+
+@pytest.mark.parametrize("clip", [0.5, 1e6, math.inf])
+def test_dpar_closed_form_clipped_sum_equals_the_generic_one(clip):
+    """DPAR's closed-form Σ_i ḡ_i (Gram-matrix norms, one matmul for W1) equals the vmap
+    reference, norms included, with padded neighbours, dropout and clipping."""
+    params, batch = _batch(b=9, k=3, d=6, h=5, c=4, seed=3)
+    want, want_norms = dpsgd.generic_clipped_sum(target_loss, params, batch, clip)
+    got, norms = target_clipped_sum(params, batch, clip)
+    torch.testing.assert_close(norms, want_norms, rtol=1e-5, atol=1e-6)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], rtol=1e-5, atol=1e-5)
+    if clip == 0.5:
+        assert (norms > clip).any()
