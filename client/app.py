@@ -29,7 +29,7 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
 from ldpgraph.protocols.messages import HELLO, MessageError, RoundMessage
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import protocol_from_config
 from ldpgraph.protocols.reports import (
     CONFIG_RECORD,
     HOSTS_RECORD,
@@ -118,10 +118,12 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
         return _refusals(host.nodes)
     if message.op == HELLO:
         return {HOSTS_RECORD: ConfigRecord({"nodes": np.asarray(host.nodes, "<i4").tobytes()})}
-    round_, name = message.round, message.protocol
-    assert round_ is not None and name is not None  # a parsed report request names both
+    round_ = message.round
+    assert round_ is not None  # a parsed report request names its round
+    # The protocol reads its values of the message, as on the local backend.
+    values = message.protocol_values()
     try:
-        protocol = make_protocol(name, **message.params)
+        protocol = protocol_from_config(values)
         cost = float(protocol.round_epsilon(round_))
         if not (math.isfinite(cost) or protocol.raw_upload):
             raise ValueError(f"round cost ε={cost}")
@@ -134,8 +136,6 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     for reason in refused.values():
         log.info("refused: %s", reason)
     records = _refusals(list(refused))
-    # The protocol reads its values of the message, as on the local backend.
-    values = message.protocol_values()
     for node in admitted:
         try:
             report = protocol.client_step(

@@ -546,10 +546,10 @@ def _padded(pi: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     width = max(1, int(lengths.max()) if lengths.size else 1)
     idx = np.zeros((pi.shape[0], width), dtype=np.int64)
     w = np.zeros((pi.shape[0], width), dtype=np.float64)
-    for r in range(pi.shape[0]):
-        a, b = pi.indptr[r], pi.indptr[r + 1]
-        idx[r, : b - a] = pi.indices[a:b]
-        w[r, : b - a] = pi.data[a:b]
+    rows = np.repeat(np.arange(pi.shape[0]), lengths)
+    slot = np.arange(pi.nnz) - np.repeat(pi.indptr[:-1], lengths)  # position within its row
+    idx[rows, slot] = pi.indices
+    w[rows, slot] = pi.data
     return idx, w
 
 

@@ -196,3 +196,17 @@ def test_pipeline_runs_dpar_gm_end_to_end():
 def test_flower_backend_releases_what_the_local_backend_releases():
     _, flower = local_and_flower(_config("dpar-gm", seed=4))
     assert flower["release_kind"] == "model"
+
+
+def test_padded_rows_hold_each_rows_entries_in_order():
+    import scipy.sparse as sp
+
+    from ldpgraph.protocols.central.dpar import _padded
+
+    pi = sp.random(50, 40, density=0.1, random_state=1, format="csr")
+    idx, w = _padded(pi)
+    assert idx.shape == w.shape == (50, max(np.diff(pi.indptr)))
+    for r in range(pi.shape[0]):  # the reference: one row at a time
+        a, b = pi.indptr[r], pi.indptr[r + 1]
+        assert (idx[r, : b - a] == pi.indices[a:b]).all() and (w[r, : b - a] == pi.data[a:b]).all()
+        assert not w[r, b - a :].any() and not idx[r, b - a :].any()
