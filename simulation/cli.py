@@ -25,12 +25,40 @@ class UserError(Exception):
     pass
 
 
+#: How ``--protocol`` groups the protocols: privacy model → heading with its privacy unit.
+PRIVACY_FAMILIES = {
+    "ldp": "LOCAL DP: each node perturbs its own report; ε per adjacency bit / edge / node "
+    "as each report states",
+    "central": "CENTRAL DP, server-only strategies: node-level (ε, δ); the nodes upload raw "
+    "data to a trusted curator (--trust-curator)",
+    "none": "NO PRIVACY: upper bounds (--trust-curator)",
+}
+
+
+def central_only_parameters() -> set[str]:
+    """Protocol parameters that only central-DP strategies use (their own ``--help`` group)."""
+    central = {
+        i.name
+        for i in registry.all_protocols()
+        if getattr(i.resolve(), "privacy_model", "ldp") == "central"
+    }
+    return {name for name, (_p, users) in registry.parameters().items() if set(users) <= central}
+
+
 def protocol_help() -> dict[str, str]:
     """``--protocol`` and every protocol parameter's help, from the registry: the parameter's
     help, its allowed values and the protocols that use it."""
+    families: dict[str, list[str]] = {model: [] for model in PRIVACY_FAMILIES}
+    for i in registry.all_protocols():
+        model = getattr(i.resolve(), "privacy_model", "ldp")
+        families.setdefault(model, []).append(f"{i.name}: {i.summary}")
     out = {
-        "protocol": "the protocol (`ldpgraph protocols` lists them with their parameters): "
-        + "; ".join(f"{i.name}: {i.summary}" for i in registry.all_protocols())
+        "protocol": "the protocol (`ldpgraph protocols` lists them with their parameters). "
+        + " ".join(
+            f"[{PRIVACY_FAMILIES.get(model, model)}] " + "; ".join(items) + "."
+            for model, items in families.items()
+            if items
+        )
     }
     for name, (param, users) in registry.parameters().items():
         out[name] = f"{param.help}; {param.allowed}; used by {', '.join(users)}"
@@ -89,7 +117,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run one experiment",
         description="Collect every node's LDP report, reconstruct a synthetic graph, train a GNN "
-        "on it and evaluate on the true test labels.",
+        "on it and evaluate on the true test labels; or, with a central-DP strategy, collect "
+        "the raw rows of the nodes that trust the curator and release what the mechanism "
+        "releases (a model or a graph), scored the same way.",
         formatter_class=_HelpFormatter,
     )
     # Every configuration key is a flag, in its section's group; help and choices come from
@@ -97,6 +127,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     defaults = RunConfig()
     params = protocol_help()
     groups = {name: p.add_argument_group(title) for name, title in SECTIONS.items()}
+    central = p.add_argument_group(
+        "protocol parameters of the central-DP strategies (node-level (ε, δ); DPAR)"
+    )
+    central_keys = central_only_parameters()
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
@@ -110,7 +144,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help_ = params.get(f.name) or key_help(f.name)
         if f.name == "metrics":
             help_ += ": " + ", ".join(metric_names())
-        groups[section_of(f.name)].add_argument(flag, default=default, help=help_, **extra)
+        group = central if f.name in central_keys else groups[section_of(f.name)]
+        group.add_argument(flag, default=default, help=help_, **extra)
     groups["data"].add_argument(
         "--split",
         type=str,

@@ -213,7 +213,9 @@ class RunConfig:
         "seeded",
         "data",
         "seeded: a split drawn from the run seed; blinkgnn: Blink_GNN's one fixed split "
-        "(scikit-learn's train_test_split with random_state=42), as its published numbers used",
+        "(scikit-learn's train_test_split with random_state=42), as its published numbers used; "
+        "metis: DPAR's reference split, the last of 1/(1 - train-split) METIS parts held out "
+        "(fixed for every seed; the seed divides it into validation and test)",
         choices=SPLIT_MODES,
     )
     data_root: str = key(
@@ -340,6 +342,13 @@ class RunConfig:
             raise ConfigError(
                 f"unknown split-mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}"
             )
+        if self.split_mode == "metis":
+            from .splits import metis_parts
+
+            try:
+                metis_parts(self.train_split)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if self.selection not in SELECTIONS:
             raise ConfigError(
                 f"unknown selection {self.selection!r}; choose one of: {', '.join(SELECTIONS)}"
@@ -487,8 +496,7 @@ def flatten_sections(values: Mapping[str, Any]) -> dict[str, Any]:
                 )
             if norm in _FIELDS and section_of(norm) != section:
                 raise ConfigError(
-                    f"{spelled!r}: {name} belongs in section {section_of(norm)!r}, "
-                    f"not {section!r}"
+                    f"{spelled!r}: {name} belongs in section {section_of(norm)!r}, not {section!r}"
                 )
         if norm in seen:
             raise ConfigError(f"configuration key {name!r} given twice ({seen[norm]}, {spelled})")

@@ -71,13 +71,13 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
         if config.split_mode == "seeded":
             split = graph.split_for(config.seed, config.train_split, config.val_split)
         else:
-            split = _split(graph.num_nodes, config)
+            split = _split(graph, config)
         _no_hiding_in_deployment(config)
     else:
         if graph is None:
             say(f"loading {config.dataset}")
             graph = load_dataset(config.dataset, config.data_root or None)
-        split = _split(graph.num_nodes, config)
+        split = _split(graph, config)
     seconds = time.perf_counter() - t0
     check_split(split, graph.num_nodes, config)
     if config.curator:
@@ -122,9 +122,14 @@ def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
         )
 
 
-def _split(num_nodes: int, config: RunConfig) -> Any:
+def _split(graph: Any, config: RunConfig) -> Any:
     return split_for(
-        num_nodes, config.seed, config.train_split, config.val_split, config.split_mode
+        graph.num_nodes,
+        config.seed,
+        config.train_split,
+        config.val_split,
+        config.split_mode,
+        getattr(graph, "edges", None),
     )
 
 

@@ -11,6 +11,15 @@ HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
 ``random_state=42``, once for train against the rest and once more on the rest for validation
 against test. Reproduced here with NumPy (the same ``RandomState(42).permutation``), so
 scikit-learn is not needed.
+
+``metis``: DPAR's reference split (spec 001 §3.1, A8): METIS cuts the whole graph into
+k = 1/(1 − train) parts (5 for the paper's 80 %) with METIS seed 0, and the last part (index
+k − 1: the reference's part 4 of 5) is held out; the rest is training. The held-out part is a
+cohesive cluster, so an inductive method's test graph keeps its internal edges (a random 20 %
+keeps about 4 % of them). The partition is fixed for every run seed, as in the reference (A11);
+the seed only divides the held-out part into validation and test, in proportion ``val`` :
+``1 − train − val``. The partition is a function of the whole graph's edges, computed without
+privacy: it is a reproduction aid, not part of any mechanism's guarantee.
 """
 
 from __future__ import annotations
@@ -32,7 +41,9 @@ class Split:
 
 
 #: ``RunConfig.split_mode`` values.
-SPLIT_MODES = ("seeded", "blinkgnn")
+SPLIT_MODES = ("seeded", "blinkgnn", "metis")
+#: The METIS seed of the ``metis`` split (the reference code's).
+METIS_SEED = 0
 
 
 def _sklearn_train_test_split(ids: np.ndarray, test_size: float) -> tuple[np.ndarray, np.ndarray]:
@@ -59,11 +70,24 @@ def blinkgnn_split(num_nodes: int, train: float = 0.5, val: float = 0.25) -> Spl
 
 
 def split_for(
-    num_nodes: int, seed: int, train: float = 0.5, val: float = 0.25, mode: str = "seeded"
+    num_nodes: int,
+    seed: int,
+    train: float = 0.5,
+    val: float = 0.25,
+    mode: str = "seeded",
+    edges: np.ndarray | None = None,
 ) -> Split:
-    """The split a run uses: :func:`make_split` or :func:`blinkgnn_split` by ``mode``."""
+    """The split a run uses: :func:`make_split`, :func:`blinkgnn_split` or :func:`metis_split`
+    by ``mode`` (``metis`` needs the graph's ``edges``)."""
     if mode == "blinkgnn":
         return blinkgnn_split(num_nodes, train, val)
+    if mode == "metis":
+        if edges is None:
+            raise ValueError(
+                "split-mode metis partitions the graph's edges, which this server does not "
+                "hold (a deployment's curator file has none); use split-mode seeded"
+            )
+        return metis_split(num_nodes, edges, seed, train, val)
     if mode != "seeded":
         raise ValueError(f"unknown split mode {mode!r}; choose one of: {', '.join(SPLIT_MODES)}")
     return make_split(num_nodes, seed, train, val)
@@ -92,4 +116,58 @@ def make_split(num_nodes: int, seed: int, train: float = 0.5, val: float = 0.25)
         train=np.sort(perm[:n_train]),
         val=np.sort(perm[n_train : n_train + n_val]),
         test=np.sort(perm[n_train + n_val :]),
+    )
+
+
+def metis_parts(train: float) -> int:
+    """The number of METIS parts of a ``metis`` split: 1/(1 − train), which must be a whole
+    number (0.8 → 5, the reference's; 0.5 → 2)."""
+    if not 0.0 < train < 1.0:
+        raise ValueError(f"split-mode metis needs 0 < train-split < 1, got {train}")
+    parts = round(1.0 / (1.0 - train))
+    if parts < 2 or abs(parts * (1.0 - train) - 1.0) > 1e-6:
+        raise ValueError(
+            f"split-mode metis holds out one of 1/(1 − train-split) METIS parts, so "
+            f"1/(1 − {train}) must be a whole number (e.g. train-split 0.8 → 5 parts)"
+        )
+    return parts
+
+
+def metis_partition(num_nodes: int, edges: np.ndarray, parts: int) -> np.ndarray:
+    """The part of every node under METIS k-way (pymetis, METIS seed :data:`METIS_SEED`)."""
+    try:
+        import pymetis
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise ValueError("split-mode metis needs pymetis (pip install pymetis)") from None
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    both = np.concatenate([edges, edges[:, ::-1]])
+    both = np.unique(both, axis=0)
+    xadj = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(both[:, 0], minlength=num_nodes), out=xadj[1:])
+    opts = pymetis.Options(seed=METIS_SEED)
+    adjacency = pymetis.CSRAdjacency(xadj.tolist(), both[:, 1].tolist())
+    _cuts, membership = pymetis.part_graph(parts, adjacency, options=opts)
+    return np.asarray(membership, dtype=np.int64)
+
+
+def metis_split(
+    num_nodes: int, edges: np.ndarray, seed: int, train: float = 0.8, val: float = 0.1
+) -> Split:
+    """DPAR's reference split (module docstring): the last of 1/(1 − train) METIS parts held
+    out, divided at random by ``seed`` into validation and test."""
+    parts = metis_parts(train)
+    if not 0.0 <= val < 1.0 - train:
+        raise ValueError(
+            f"split-mode metis divides the held-out part into validation and test: val-split "
+            f"must be in [0, {1.0 - train:g}), got {val}"
+        )
+    membership = metis_partition(num_nodes, edges, parts)
+    held = np.flatnonzero(membership == parts - 1)
+    perm = stage_rng(seed, "split").permutation(held.size)
+    n_val = int(np.floor(val / (1.0 - train) * held.size + 0.5))
+    return Split(
+        train=np.flatnonzero(membership != parts - 1).astype(np.int64),
+        val=np.sort(held[perm[:n_val]]).astype(np.int64),
+        test=np.sort(held[perm[n_val:]]).astype(np.int64),
     )

@@ -365,6 +365,7 @@ def write_report(
     index ``README.md`` naming the command that made them. Returns the written paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    all_rows = [r for r in rows if r.get("status") == "done"]
     rows = final_rows(rows)
     written: list[Path] = []
     index = [f"# {title}", ""]
@@ -407,6 +408,11 @@ def write_report(
             f"{counts['compared']} cells within 3 points (GCN and GraphSAGE: "
             f"{counts['within_gcn_sage']} of {counts['compared_gcn_sage']}).",
         ]
+    from .dpar_table import write_dpar_report
+
+    dpar_written, dpar_index = write_dpar_report(all_rows, out_dir)
+    written += dpar_written
+    index += dpar_index
     for dataset in datasets:
         for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):
             eps_values = sorted({k[3] for k in agg if k[0] == dataset and k[2] == model})

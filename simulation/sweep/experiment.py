@@ -21,10 +21,15 @@ configuration schema), written with hyphens or underscores::
     lr = 0.01                             # protocol, train, nodes, metrics, run), anywhere
                                           # keys go; dotted keys (train.lr) work too
 
+    [per_dataset.cora-ml]                 # keys fixed for one data set's cells (after
+    delta = 2e-3                          # [fixed], before a variant's own keys)
+
     [variants.none-raw]                   # a protocol entry with its own fixed keys
     protocol = "none"
     trust_curator = true
     models = ["gcn"]                      # optional: this entry's models
+    epsilons = [8]                        # optional: this entry's ε values (one for a
+                                          # protocol that spends none)
 
     [grid.paper]                          # a search space, chosen with --grid paper
     dropout = [0.1, 0.01, 0.001, 0.0]     # grid keys: RunConfig keys, each a non-empty list
@@ -62,6 +67,7 @@ TOP_KEYS = {
     "backend",
     "store",
     "fixed",
+    "per_dataset",
     "variants",
     "grid",
 }
@@ -84,6 +90,7 @@ class Entry:
     protocol: str
     fixed: dict[str, Any] = field(default_factory=dict)
     models: tuple[str, ...] | None = None
+    epsilons: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,7 @@ class Experiment:
     store: str
     fixed: dict[str, Any]
     grids: dict[str, Grid]
+    per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def grid(self, name: str) -> Grid:
         if name not in self.grids:
@@ -139,7 +147,7 @@ class Experiment:
         for ds in self.datasets:
             for entry in self.entries:
                 for model in entry.models or self.models:
-                    for eps in self.epsilons:
+                    for eps in entry.epsilons or self.epsilons:
                         out.append(Cell(ds, entry, model, eps))
         return out
 
@@ -156,6 +164,7 @@ class Experiment:
         """The cell's configuration before the searched keys and the seed."""
         return {
             **self.fixed,
+            **self.per_dataset.get(cell.dataset, {}),
             **cell.entry.fixed,
             "backend": self.backend,
             "dataset": cell.dataset,
@@ -296,6 +305,22 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
             raise _fail(path, f"fixed.{k}", "is set by the sweep itself (use the top-level lists)")
         fixed[_key(k)] = _check_value(path, f"fixed.{k}", k, v)
 
+    per_dataset_raw = data.get("per_dataset", {})
+    if not isinstance(per_dataset_raw, dict):
+        raise _fail(path, "per_dataset", "must be a table of tables, one per data set")
+    per_dataset: dict[str, dict[str, Any]] = {}
+    for ds, table in per_dataset_raw.items():
+        where = f"per_dataset.{ds}"
+        if ds not in datasets:
+            raise _fail(path, where, "is not listed in datasets")
+        if not isinstance(table, dict):
+            raise _fail(path, where, "must be a table")
+        per_dataset[ds] = {}
+        for k, v in _flat(path, where, table).items():
+            if _key(k) in CELL_KEYS:
+                raise _fail(path, f"{where}.{k}", "is set by the sweep itself")
+            per_dataset[ds][_key(k)] = _check_value(path, f"{where}.{k}", k, v)
+
     variants = data.get("variants", {})
     if not isinstance(variants, dict):
         raise _fail(path, "variants", "must be a table of tables")
@@ -308,18 +333,24 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
         where = f"variants.{label}"
         if not isinstance(v, dict) or not isinstance(v.get("protocol"), str):
             raise _fail(path, where, "must be a table with protocol = NAME")
-        vf, vmodels = {}, None
+        vf, vmodels, veps = {}, None, None
+        if "epsilons" in v:
+            veps = tuple(
+                float(e) for e in _list(path, f"{where}.epsilons", v["epsilons"], (int, float))
+            )
+            if not all(math.isfinite(e) and e > 0 for e in veps):
+                raise _fail(path, f"{where}.epsilons", "ε must be finite numbers > 0")
         if "models" in v:
             vmodels = tuple(_list(path, f"{where}.models", v["models"], str))
             bad = [m for m in vmodels if m not in MODELS]
             if bad:
                 raise _fail(path, f"{where}.models", f"unknown model {bad[0]!r}")
-        keys = {k: val for k, val in v.items() if k not in ("protocol", "models")}
+        keys = {k: val for k, val in v.items() if k not in ("protocol", "models", "epsilons")}
         for k, val in _flat(path, where, keys).items():
             if _key(k) in CELL_KEYS:
                 raise _fail(path, f"{where}.{k}", "is set by the sweep itself")
             vf[_key(k)] = _check_value(path, f"{where}.{k}", k, val)
-        entries.append(Entry(label, v["protocol"], vf, vmodels))
+        entries.append(Entry(label, v["protocol"], vf, vmodels, veps))
     extra = set(variants) - {e.label for e in entries}
     if extra:
         raise _fail(path, f"variants.{sorted(extra)[0]}", "is not listed in protocols")
@@ -366,6 +397,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
         store=store,
         fixed=fixed,
         grids=grids,
+        per_dataset=per_dataset,
     )
     _check_cells(exp)
     return exp
@@ -386,19 +418,19 @@ def _check_cells(exp: Experiment) -> None:
     from ldpgraph.protocols.registry import protocol_names
 
     names = protocol_names()
-    for grid in exp.grids.values():
-        for entry in exp.entries:
-            cell = Cell(exp.datasets[0], entry, (entry.models or exp.models)[0], exp.epsilons[0])
-            base = exp.base_config(cell)
-            if entry.protocol not in names:
-                base["protocol"] = "hogs"
-            for point in exp.configurations(grid, cell):
-                try:
-                    RunConfig.from_mapping({**base, **point})
-                except ConfigError as exc:
-                    raise _fail(
-                        exp.path, f"grid.{grid.name} (protocol {entry.label})", str(exc)
-                    ) from None
+    for grid, entry, ds in itertools.product(exp.grids.values(), exp.entries, exp.datasets):
+        if ds != exp.datasets[0] and ds not in exp.per_dataset:
+            continue  # the same keys as the first data set's
+        cell = Cell(ds, entry, (entry.models or exp.models)[0], exp.epsilons[0])
+        base = exp.base_config(cell)
+        if entry.protocol not in names:
+            base["protocol"] = "hogs"
+        for point in exp.configurations(grid, cell):
+            try:
+                RunConfig.from_mapping({**base, **point})
+            except ConfigError as exc:
+                where = f"grid.{grid.name} (protocol {entry.label}, dataset {ds})"
+                raise _fail(exp.path, where, str(exc)) from None
 
 
 def load_experiment(path: str | Path, *, check_protocols: bool = True) -> Experiment:

@@ -133,11 +133,15 @@ def _server_key(cfg: dict[str, Any]) -> str:
 
 
 def search_runs(exp: Experiment, grid: Grid, cell: Cell, check: bool = True) -> list[list[dict]]:
-    """The search configurations of ``cell``: for each grid point, its runs' full configs."""
+    """The search configurations of ``cell``: for each grid point, its runs' full configs. A
+    cell with a single grid point has nothing to choose between: no search runs."""
     runs, _ = exp.runs(grid)
     base = exp.base_config(cell)
+    points = exp.configurations(grid, cell)
+    if len(points) == 1:
+        return [[]]
     out = []
-    for point in exp.configurations(grid, cell):
+    for point in points:
         out.append(
             [_canon_cfg({**base, **point, "seed": exp.seed + i}, check) for i in range(runs)]
         )
@@ -206,6 +210,8 @@ def best_point(
     a note. The score is the mean validation accuracy (highest wins), or with
     ``selection = "val_loss"`` the mean validation loss (lowest wins, Blink_GNN's rule)."""
     points = exp.configurations(grid, cell)
+    if len(points) == 1:
+        return points[0], None, "one configuration: nothing to search"
     best, best_val, done, total = None, None, 0, 0
     for point, cfgs in zip(points, search_runs(exp, grid, cell), strict=True):
         by_loss = any(cfg.get("selection") == "val_loss" for cfg in cfgs)
@@ -554,8 +560,9 @@ def run_sweep(
     readable = exists or not dry_run
     with open_store() if readable else _Null() as store:
         for cell in cells:
+            single = len(exp.configurations(grid, cell)) == 1
             point, val, note = (
-                best_point(store, exp, grid, cell) if store else (None, None, "not run")
+                best_point(store, exp, grid, cell) if store or single else (None, None, "not run")
             )
             # The same rule as best_point: the cell's configuration with the winning point.
             by_loss = {**exp.base_config(cell), **(point or {})}.get("selection") == "val_loss"
@@ -671,7 +678,9 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
             )
             test += f" (n={r['final_n']})"
         score = (
-            f"val loss {r['search_val']:.3f}"
+            "no search"
+            if r["search_val"] is None
+            else f"val loss {r['search_val']:.3f}"
             if r.get("score") == "val_loss"
             else f"val {100 * r['search_val']:.1f}"
         )

@@ -455,3 +455,18 @@ def test_cora_hogs_fingerprint_under_the_former_defaults():
     )
     release, _ = pipeline.release(config, pipeline.prepare(config).graph)
     assert release.fingerprint().startswith("8d6d63b1")
+
+
+def test_run_help_lists_central_strategies_in_their_own_group():
+    """`run --help` names each privacy family with its unit, and the central strategies'
+    parameters sit in their own group, after their heading."""
+    text = " ".join(
+        cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help().split()
+    )
+    local, central = text.index("[LOCAL DP"), text.index("[CENTRAL DP")
+    assert "node-level (ε, δ)" in text[central : central + 120]
+    assert local < text.index("hogs:") < central < text.index("dpar-gm:")
+    group = text.index("protocol parameters of the central-DP strategies")
+    assert group < text.index("--delta DELTA node") < text.index("--pr-share PR_SHARE share")
+    options = text.index("options:")
+    assert options < text.index("--tau TAU", options) < group  # LDP parameters stay put

@@ -89,3 +89,49 @@ def test_blinkgnn_split_is_sklearns_train_test_split_with_random_state_42():
     assert a.train.tolist() == b.train.tolist() and a.test.tolist() == b.test.tolist()
     with pytest.raises(ValueError, match="unknown split mode"):
         split_for(10, 0, mode="fixed")
+
+
+def _four_communities(seed: int = 0) -> tuple[int, np.ndarray]:
+    """Five dense blocks of 40 nodes with a few edges between neighbouring blocks."""
+    rng = np.random.default_rng(seed)
+    n, size = 200, 40
+    block = np.arange(n) // size
+    u, v = np.triu_indices(n, 1)
+    same = block[u] == block[v]
+    p = np.where(same, 0.3, np.where(np.abs(block[u] - block[v]) == 1, 0.005, 0.0))
+    keep = rng.random(u.size) < p
+    return n, np.stack([u[keep], v[keep]], 1).astype(np.int64)
+
+
+def test_metis_split_holds_out_one_cohesive_part_fixed_for_every_seed() -> None:
+    from ldpgraph.simulation.splits import metis_split, split_for
+
+    n, edges = _four_communities()
+    a = split_for(n, 0, 0.8, 0.1, "metis", edges)
+    b = metis_split(n, edges, 1, 0.8, 0.1)
+    held_a = np.union1d(a.val, a.test)
+    # Disjoint, covering, sorted.
+    assert np.array_equal(np.sort(np.concatenate([a.train, held_a])), np.arange(n))
+    assert np.intersect1d(a.train, held_a).size == 0 and np.intersect1d(a.val, a.test).size == 0
+    # The held-out part is one of the five blocks (METIS finds them) and the same for every
+    # seed; the seed only moves nodes between validation and test, half and half here.
+    assert held_a.size == 40 and len(set(held_a // 40)) == 1
+    assert np.array_equal(held_a, np.union1d(b.val, b.test))
+    assert not np.array_equal(a.val, b.val)
+    assert a.val.size == 20 and a.test.size == 20
+
+
+def test_metis_split_errors() -> None:
+    from ldpgraph.simulation.config import ConfigError, RunConfig
+    from ldpgraph.simulation.splits import metis_parts, split_for
+
+    assert metis_parts(0.8) == 5 and metis_parts(0.5) == 2 and metis_parts(0.75) == 4
+    with pytest.raises(ValueError, match="whole number"):
+        metis_parts(0.7)
+    with pytest.raises(ValueError, match="curator file has none"):
+        split_for(10, 0, 0.8, 0.1, "metis", None)
+    with pytest.raises(ValueError, match="val-split must be in"):
+        split_for(10, 0, 0.8, 0.2, "metis", np.array([[0, 1]]))
+    with pytest.raises(ConfigError, match="whole number") as err:
+        RunConfig.from_mapping({"split_mode": "metis", "train_split": 0.7, "val_split": 0.1})
+    assert "\n" not in str(err.value)

@@ -123,7 +123,7 @@ def test_experiment_files_load(path: Path) -> None:
     for cell in exp.cells():
         assert exp.configurations(exp.grid("paper"), cell)
     res = sw.run_sweep(exp, "fast", store_path=str(path) + ".none.db", dry_run=True)
-    assert res.phases["search"].trainings > 0
+    assert res.phases["search"].trainings + res.phases["final"].trainings > 0
     assert not Path(str(path) + ".none.db").exists()
 
 
@@ -430,3 +430,38 @@ def test_node_spending_counts_collections_not_post_processing():
         2,
         5.0,
     )
+
+
+def test_per_dataset_keys_and_entry_epsilons_shape_the_cells():
+    text = TINY.replace(f'datasets = ["{SYN}"]', f'datasets = ["{SYN}", "synthetic:n=90"]')
+    text = text.replace(
+        "[grid.small]",
+        '[per_dataset."synthetic:n=90"]\nepochs = 3\n\n'
+        '[variants.rr]\nprotocol = "rr"\nepsilons = [6]\n\n[grid.small]',
+    )
+    text = text.replace("epsilons = [4]", "epsilons = [4, 6]")
+    exp = _parse(text)
+    cells = exp.cells()
+    # hogs at both ε on both data sets, rr at ε = 6 only.
+    assert sorted((c.dataset, c.entry.label, c.epsilon) for c in cells) == sorted(
+        [(d, "hogs", e) for d in (SYN, "synthetic:n=90") for e in (4.0, 6.0)]
+        + [(d, "rr", 6.0) for d in (SYN, "synthetic:n=90")]
+    )
+    by_ds = {c.dataset: exp.base_config(c)["epochs"] for c in cells}
+    assert by_ds == {SYN: 5, "synthetic:n=90": 3}
+    with pytest.raises(ExperimentError, match="per_dataset.cora: is not listed in datasets"):
+        _parse(TINY.replace("[grid.small]", "[per_dataset.cora]\nepochs = 3\n\n[grid.small]"))
+    with pytest.raises(ExperimentError, match="variants.rr.epsilons"):
+        _parse(text.replace("epsilons = [6]", "epsilons = [-1]"))
+
+
+def test_a_single_configuration_is_not_searched(tmp_path: Path) -> None:
+    """A grid with one point has nothing to choose: no search runs, its final runs at once."""
+    exp = _parse(TINY.replace("lr = [0.01, 0.05]\n\n", "lr = [0.01]\n\n", 1))
+    grid, cell = exp.grid("small"), exp.cells()[0]
+    assert sw.search_runs(exp, grid, cell) == [[]]
+    best, score, note = sw.best_point(_FakeStore(acc={}, loss={}), exp, grid, cell)
+    assert best == {"lr": 0.01} and score is None and "nothing to search" in note
+    res = sw.run_sweep(exp, "small", store_path=str(tmp_path / "no.db"), dry_run=True)
+    assert res.phases["search"].trainings == 0
+    assert not res.phases["final"].upper_bound and res.phases["final"].trainings == 2 * 2
