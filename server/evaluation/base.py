@@ -52,6 +52,9 @@ class EvaluationContext:
     held_out: Any = None
     num_threads: int | None = None
     progress: Callable[[int, float], None] | None = None
+    #: What one metric computed on this release that another may reuse within the same
+    #: :func:`evaluate` (``lp`` and ``attack`` train one GAE on the release, not two).
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 class Metric(ABC):
@@ -59,6 +62,10 @@ class Metric(ABC):
 
     name: str = ""
     kinds: tuple[str, ...] = ("graph",)
+    #: Metrics with the same non-empty key prepare once: the first chosen runs its
+    #: :meth:`prepare`, the others get what it kept (``lp`` and ``attack`` score the same hidden
+    #: edges, hidden once).
+    shared_prepare: str = ""
 
     def prepare(self, graph: Graph, seed: int) -> tuple[Graph, Any]:
         """Act on the graph before any node reports (default: nothing). Return the graph the
@@ -124,10 +131,20 @@ def get_metric(name: str) -> Metric:
 
 
 def prepare(names: Sequence[str], graph: Graph, seed: int) -> Prepared:
-    """Apply each chosen metric's :meth:`Metric.prepare` in order, once, before collection."""
+    """Apply each chosen metric's :meth:`Metric.prepare` in order, once, before collection
+    (once per :attr:`Metric.shared_prepare` key: the later metrics of a key share the first's
+    set-aside)."""
     held: dict[str, Any] = {}
+    shared: dict[str, Any] = {}
     for name in resolve_metrics(names):
-        graph, kept = get_metric(name).prepare(graph, seed)
+        metric = get_metric(name)
+        key = metric.shared_prepare
+        if key and key in shared:
+            kept = shared[key]
+        else:
+            graph, kept = metric.prepare(graph, seed)
+            if key:
+                shared[key] = kept
         if kept is not None:
             held[name] = kept
     return Prepared(graph, held)

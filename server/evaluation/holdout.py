@@ -1,0 +1,154 @@
+"""The hidden link set that ``lp`` and ``attack`` score (not a metric itself).
+
+Before any node reports, a seeded 20 % of the graph's undirected edges is taken out of the graph
+the nodes hold, and as many true non-edges (pairs unconnected in the original graph) are drawn
+beside them. No node ever reports a hidden edge and no mechanism sees one, so every release is
+scored on links it cannot have copied: a scorer trained on the release ranks the hidden edges
+against the hidden non-edges (ROC-AUC).
+
+The nodes hold the reduced graph for *everything*: the release node classification trains on
+is built from it too, so a run with ``lp`` or ``attack`` trains on 80 % of the edges (its
+``metrics`` key is part of the run's identity, so it never mixes with a run without them).
+Features and labels are unchanged. The split follows the PrivDPR paper's link prediction
+(80/20 of the links, equal non-edges for the test set; spec 000 §6.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.rng import stage_rng
+
+#: Share of the undirected edges hidden from the nodes.
+HIDDEN_FRACTION = 0.2
+#: The shared-prepare key of the metrics that score the hidden set (``lp``, ``attack``).
+HOLDOUT_KEY = "hidden-links"
+
+
+class HoldoutError(ValueError):
+    """A graph that cannot give a hidden link set (too few edges or non-edges)."""
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The hidden true edges and as many true non-edges, each ``[k, 2]`` int64 with u < v."""
+
+    edges: np.ndarray
+    non_edges: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.edges.shape[0])
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The targets as ``[2k, 2]`` pairs and their labels (1: hidden edge, 0: non-edge)."""
+        labels = np.concatenate([np.ones(self.count), np.zeros(len(self.non_edges))])
+        return np.concatenate([self.edges, self.non_edges]), labels.astype(np.int64)
+
+
+def pair_keys(pairs: np.ndarray, num_nodes: int) -> np.ndarray:
+    """One int64 key per unordered pair (``min * n + max``)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return np.minimum(pairs[:, 0], pairs[:, 1]) * num_nodes + np.maximum(pairs[:, 0], pairs[:, 1])
+
+
+def sample_non_edges(
+    edges: np.ndarray,
+    num_nodes: int,
+    count: int,
+    rng: np.random.Generator,
+    taken: np.ndarray | None = None,
+) -> np.ndarray:
+    """``count`` distinct pairs u < v that are not in ``edges`` (canonical ``[m, 2]``), uniform
+    over all such pairs, as ``[count, 2]`` in draw order. Rejection sampling in batches (cost
+    grows with ``count``, not n²); when most pairs are edges, the free pairs are listed (there
+    are then at most ~5 m pairs in all). ``taken``: the edges' sorted :func:`pair_keys`, when
+    the caller samples many times from one graph."""
+    n = int(num_nodes)
+    total = n * (n - 1) // 2
+    if taken is None:
+        taken = np.sort(pair_keys(edges, n))
+    free = total - len(taken)
+    if count > free:
+        raise HoldoutError(f"the graph has {free} non-edges, fewer than the {count} needed")
+    if count == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if free < 4 * count:
+        iu, iv = np.triu_indices(n, 1)
+        keys = np.setdiff1d(iu.astype(np.int64) * n + iv, taken, assume_unique=True)
+        keys = keys[rng.choice(len(keys), size=count, replace=False)]
+    else:
+        keys = np.zeros(0, dtype=np.int64)
+        while len(keys) < count:
+            b = 2 * (count - len(keys)) + 16
+            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
+            new = np.minimum(u, v) * n + np.maximum(u, v)
+            new = new[u != v]
+            if len(taken):
+                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
+                new = new[taken[at] != new]
+            keys = np.concatenate([keys, new])
+            _, first = np.unique(keys, return_index=True)
+            keys = keys[np.sort(first)]  # distinct, in draw order
+        keys = keys[:count]
+    return np.stack([keys // n, keys % n], axis=1).astype(np.int64)
+
+
+def hide_edges(
+    graph: Graph, seed: int, fraction: float = HIDDEN_FRACTION, metric: str = "lp"
+) -> tuple[Graph, HeldOut]:
+    """The graph the nodes hold (``graph`` less a seeded ``fraction`` of its edges; features,
+    labels and the other edges unchanged) and the hidden set. Deterministic in ``seed``."""
+    m, n = graph.num_edges, graph.num_nodes
+    count = int(fraction * m)
+    if count < 1:
+        need = int(np.ceil(1 / fraction))
+        raise HoldoutError(
+            f"metric {metric} hides {fraction:.0%} of the edges before collection and needs a "
+            f"graph of at least {need} edges (one hidden edge); {graph.name} has {m}"
+        )
+    rng = stage_rng(seed, "hidden-links")
+    hidden = np.zeros(m, dtype=bool)
+    hidden[rng.choice(m, size=count, replace=False)] = True
+    try:
+        non_edges = sample_non_edges(graph.edges, n, count, rng)
+    except HoldoutError as exc:
+        raise HoldoutError(
+            f"metric {metric} needs as many non-edges as hidden edges ({count}): {exc}"
+        ) from None
+    order = np.argsort(pair_keys(non_edges, n), kind="stable")
+    held = HeldOut(graph.edges[hidden].copy(), non_edges[order])
+    # The cached adjacency (meta "_adj") is the full graph's: drop it, keep the rest.
+    meta = {k: v for k, v in graph.meta.items() if not k.startswith("_")}
+    return replace(graph, edges=graph.edges[~hidden].copy(), meta=meta), held
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve, ties counted half (scikit-learn's ``roc_auc_score``): the
+    Mann–Whitney statistic from average ranks."""
+    from scipy.stats import rankdata  # not at import: choosing metrics stays cheap
+
+    labels = np.asarray(labels).astype(bool).ravel()
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    if labels.shape != scores.shape:
+        raise ValueError(f"{labels.size} labels for {scores.size} scores")
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if pos == 0 or neg == 0:
+        raise ValueError("ROC-AUC needs at least one positive and one negative")
+    if not np.isfinite(scores).all():
+        raise ValueError("ROC-AUC of non-finite scores")
+    ranks = rankdata(scores, method="average")
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def held_out_of(ctx_held_out: object, metric: str) -> HeldOut:
+    """The hidden set a metric's prepare step kept, or a clear error where there is none."""
+    if not isinstance(ctx_held_out, HeldOut):
+        raise ValueError(
+            f"metric {metric} scores the links hidden before collection, but this run hid none "
+            "(run it through ldpgraph.simulation.pipeline, which prepares every chosen metric)"
+        )
+    return ctx_held_out

@@ -1,0 +1,78 @@
+"""The link-inference attacks: Table III's scores on a hand-made graph, cosine with zero rows,
+well above 0.5 on a clustered graph, near 0.5 on an Erdős–Rényi graph of the same density
+(where a leak of the hidden edges would show), ``max``, and what the metric refuses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ldpgraph.protocols.graph import canonical_edges, edges_to_csr
+from ldpgraph.protocols.types import Release
+from ldpgraph.server import evaluation
+from ldpgraph.server.evaluation.attack import pair_cosine, structural_scores
+
+from ...support.toy_central import MajorityModel
+from .conftest import no_privacy
+
+ATTACKS = ("cn", "aa", "ra", "jaccard", "feature_cosine", "embedding_cosine")
+
+
+def test_structural_scores_by_hand():
+    # 0-1, 0-2, 1-2, 1-3, 2-3, 3-4; node 5 isolated. deg: 2, 3, 3, 3, 1, 0
+    edges = canonical_edges(np.array([[0, 1], [0, 2], [1, 2], [1, 3], [2, 3], [3, 4]]), 6)
+    pairs = np.array([[0, 3], [0, 4], [4, 5], [1, 2]])
+    s = structural_scores(edges_to_csr(edges, 6), pairs)
+    assert s["cn"].tolist() == [2, 0, 0, 2]  # {1, 2}; -; -; {0, 3}
+    assert s["aa"] == pytest.approx([2 / math.log(3), 0, 0, 1 / math.log(2) + 1 / math.log(3)])
+    assert s["ra"] == pytest.approx([2 / 3, 0, 0, 1 / 2 + 1 / 3])
+    # |N(0) ∪ N(3)| = |{1, 2, 4}| = 3; N(1) ∪ N(2) = {0, 1, 2, 3}: 2 of 4; an empty union: 0
+    assert s["jaccard"] == pytest.approx([2 / 3, 0, 0, 2 / 4])
+
+
+def test_cosine_by_hand_and_zero_rows():
+    x = np.array([[1, 0, 1], [1, 1, 0], [0, 0, 0], [2, 0, 2]], dtype=np.float32)
+    got = pair_cosine(x, np.array([[0, 1], [0, 2], [0, 3]]))
+    assert got == pytest.approx([0.5, 0.0, 1.0])
+    assert pair_cosine(np.zeros((3, 0)), np.array([[0, 1]])).tolist() == [0.0]
+
+
+def test_attacks_find_links_of_a_clustered_graph(sbm):
+    _graph, _prepared, _ctx, out = sbm
+    attack = out["attack"]
+    assert set(attack) == {*ATTACKS, "max", "best"}
+    for name in ("cn", "aa", "ra", "jaccard", "embedding_cosine"):
+        assert attack[name] > 0.8, (name, attack[name])
+    assert attack["max"] == max(attack[a] for a in ATTACKS) == attack[attack["best"]]
+
+
+def test_attacks_are_blind_on_an_erdos_renyi_graph(er):
+    _graph, _prepared, _ctx, out = er
+    for name in ATTACKS:
+        assert abs(out["attack"][name] - 0.5) < 0.06, (name, out["attack"][name])
+
+
+def test_attack_on_a_release_with_the_hidden_edges_is_caught(er):
+    # A release that leaks the hidden edges (the original graph) gives the embedding attack
+    # far more than 0.5 on the same graph where the held release gave ~0.5.
+    graph, prepared, ctx, _out = er
+    leaked = Release(graph.edges, graph.x, no_privacy())
+    ctx2 = evaluation.EvaluationContext(graph, ctx.split, leaked, None, 0)
+    out = evaluation.evaluate(["attack"], ctx2, prepared.held_out)
+    assert out["attack"]["embedding_cosine"] > 0.7
+
+
+def test_a_model_release_is_skipped_and_a_missing_hidden_set_refused(sbm):
+    graph, _prepared, ctx, _out = sbm
+    model = Release.of_model(MajorityModel(0), graph.num_nodes, no_privacy())
+    ctx_model = evaluation.EvaluationContext(graph, ctx.split, model, None, 0)
+    out = evaluation.evaluate(["lp", "attack"], ctx_model, {})
+    assert set(out["skipped_metrics"]) == {"lp", "attack"}
+    with pytest.raises(ValueError, match="hid none"):
+        evaluation.evaluate(["attack"], ctx, {})
+    few = Release(ctx.release.edges[:3], ctx.release.x[:10], no_privacy())
+    ctx_few = evaluation.EvaluationContext(graph, ctx.split, few, None, 0)
+    with pytest.raises(ValueError, match="original 600 nodes; it has 10"):
+        evaluation.evaluate(["attack"], ctx_few, _prepared.held_out)
