@@ -34,6 +34,29 @@ _PACKAGES = (
 )
 
 
+#: The record's own keys (:func:`build_record`); every other key holding a mapping is the
+#: section of a metric (``accuracy``, ``training``, ``graph_stats``, ``lp``, ``attack``,
+#: ``skipped_metrics``, …: :func:`metric_sections`).
+RECORD_KEYS = (
+    "config",
+    "release_kind",
+    "privacy",
+    "graph",
+    "release",
+    "fingerprint",
+    "timings",
+    "versions",
+    "command",
+)
+
+
+def metric_sections(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The sections the metrics filled, by name, in record order: every key of ``record`` that
+    is not one of :data:`RECORD_KEYS` and holds a mapping (a sweep's ``phase`` and ``entry``
+    are plain values)."""
+    return {k: v for k, v in record.items() if k not in RECORD_KEYS and isinstance(v, dict)}
+
+
 class GraphSizes(Protocol):
     """The original graph as the server knows it (a loaded Graph, or a deployment's curator
     file, which may not know the edge count)."""
@@ -66,6 +89,9 @@ def build_record(
     ``release`` of ``graph`` the metrics measured into ``sections`` (``accuracy`` and
     ``training`` from the accuracy metric, one section per other metric) in ``timings``
     seconds per stage."""
+    clash = set(sections) & set(RECORD_KEYS)
+    if clash:
+        raise RuntimeError(f"metric sections {sorted(clash)} would overwrite the record's own")
     return {
         "config": config,
         **sections,
@@ -136,6 +162,9 @@ def summary(record: dict[str, Any]) -> str:
         )
     for name, why in (record.get("skipped_metrics") or {}).items():
         lines.append(f"  {name:<13} skipped: {why}")
+    for name, section in metric_sections(record).items():
+        if name not in ("accuracy", "training", "skipped_metrics"):
+            lines += SECTION_LINES.get(name, _section_lines)(name, section)
     if pr.get("headline"):
         lines += textwrap.wrap(
             pr["headline"],
@@ -189,3 +218,71 @@ def _collection_lines(col: dict[str, Any] | None) -> list[str]:
             f"{r.get('rejected', 0)}  refused {r['refused']}  missing {r['missing']}"
         )
     return lines
+
+
+def _num(value: Any) -> str:
+    """A value for a summary: integers whole, other numbers to 4 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def _leaves(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _leaves(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        out[prefix] = value
+
+
+def _section_lines(name: str, section: dict[str, Any], most: int = 8) -> list[str]:
+    """A metric section without a summary of its own: its first numeric values, one line."""
+    values: dict[str, Any] = {}
+    _leaves("", section, values)
+    if not values:
+        return []
+    shown = [f"{k} {_num(v)}" for k, v in list(values.items())[:most]]
+    more = f"  (+{len(values) - most} more, see --json)" if len(values) > most else ""
+    return textwrap.wrap(
+        "   ".join(shown) + more,
+        100,
+        initial_indent=f"  {name:<13} ",
+        subsequent_indent=" " * 16,
+        break_on_hyphens=False,
+    )
+
+
+def _graph_stats_lines(name: str, section: dict[str, Any]) -> list[str]:
+    """The graph metric: original → release (RE) of each statistic, the degree KS and how the
+    path statistics were computed."""
+    cells = []
+    for stat, v in section.items():
+        if isinstance(v, dict) and "re" in v:
+            re = "" if v["re"] is None else f" ({v['re']:.3g})"
+            cells.append(f"{stat} {_num(v['original'])} → {_num(v['release'])}{re}")
+    if section.get("degree_ks") is not None:
+        cells.append(f"degree KS {section['degree_ks']:.3g}")
+    paths = [p for p in (section.get("paths") or {}).values() if isinstance(p, dict)]
+    how = " / ".join(p["method"] for p in paths)
+    sources = " / ".join(str(p["sources"]) for p in paths)
+    took = f"; {section['seconds']:.1f} s" if isinstance(section.get("seconds"), float) else ""
+    lines = [f"  graph stats   original → release (RE); paths {how} ({sources} sources)" + took]
+    row: list[str] = []
+    for cell in cells:
+        if row and len("   ".join([*row, cell])) > 84:
+            lines.append(" " * 16 + "   ".join(row))
+            row = []
+        row.append(cell)
+    if row:
+        lines.append(" " * 16 + "   ".join(row))
+    if section.get("weights", "").startswith("weighted"):
+        lines.append(" " * 16 + section["weights"])
+    return lines
+
+
+#: Summary lines of a metric section, by section name; any other section gets one generic line.
+SECTION_LINES = {"graph_stats": _graph_stats_lines}

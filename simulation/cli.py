@@ -236,6 +236,20 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="aggregate finished runs by configuration (all but the seed): n, mean ± std",
     )
+    p.add_argument(
+        "--columns",
+        default=None,
+        metavar="A,B",
+        help="also show these columns: metric values such as graph_stats.triangles.re, lp.auc, "
+        "attack.max (with --group their mean ± std), or any CSV column (config.tau, "
+        "timings.total); wildcards allowed: 'graph_stats.*.re'",
+    )
+    p.add_argument(
+        "--list-columns",
+        action="store_true",
+        help="list the metric columns of the selected runs by metric section, with how many "
+        "runs have each",
+    )
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -307,7 +321,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         help="write figures (PNG) and tables (Markdown) from a results store",
         description="Build the HoGS paper's tables and figures from the finished final runs "
         "of a results store: Table III and a reproduction table beside the paper's numbers, "
-        "accuracy-vs-ε figures with the non-private bound and the MLP floor, δ and τ sweeps.",
+        "accuracy-vs-ε figures with the non-private bound and the MLP floor, δ and τ sweeps; "
+        "and metrics.md: per cell, mean ± std of every other metric's values (graph "
+        "statistics as MRE per statistic and the degree KS).",
     )
     p.add_argument("--store", default=None, help="results store (default: $LDPGRAPH_STORE)")
     p.add_argument(
@@ -714,7 +730,17 @@ def cmd_results(args: argparse.Namespace) -> int:
             sweep=args.sweep,
             status=args.status,
         )
-    items = tables.group_rows(rows) if args.group else rows
+    if args.list_columns:
+        print(tables.format_available(rows))
+        return 0
+    columns: list[str] = []
+    if args.columns:
+        names = [c.strip() for c in args.columns.split(",") if c.strip()]
+        try:
+            columns = tables.resolve_columns(names, rows)
+        except tables.ColumnError as exc:
+            raise UserError(str(exc)) from None
+    items = tables.group_rows(rows, columns) if args.group else rows
     what = "configurations" if args.group else "runs"
     try:
         if args.csv:
@@ -728,7 +754,11 @@ def cmd_results(args: argparse.Namespace) -> int:
             if not items:
                 print(f"no {what} in {path} match", file=sys.stderr)
             else:
-                print(tables.format_groups(items) if args.group else tables.format_runs(items))
+                print(
+                    tables.format_groups(items, columns)
+                    if args.group
+                    else tables.format_runs(items, columns)
+                )
         sys.stdout.flush()
     except BrokenPipeError:  # `ldpgraph results | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

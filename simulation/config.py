@@ -62,6 +62,8 @@ from ldpgraph.protocols.params import did_you_mean
 from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
+from ldpgraph.server.evaluation.graph import DEFAULT_EXACT_LIMIT as GRAPH_EXACT_LIMIT
+from ldpgraph.server.evaluation.graph import DEFAULT_SAMPLE_SOURCES as GRAPH_SAMPLE_SOURCES
 
 from .splits import SPLIT_MODES
 
@@ -277,6 +279,18 @@ class RunConfig:
     metrics: str = key(
         "accuracy", "metrics", "what to measure on the release, comma-separated, or all"
     )
+    graph_exact_limit: int = key(
+        GRAPH_EXACT_LIMIT,
+        "metrics",
+        "graph metric: path statistics (CPL, diameter) are exact while the largest component "
+        "has at most this many nodes, sampled above",
+    )
+    graph_sample_sources: int = key(
+        GRAPH_SAMPLE_SOURCES,
+        "metrics",
+        "graph metric: BFS sources of the sampled path statistics above graph-exact-limit "
+        "(seeded from the run seed); 0: never sample (a larger graph is an error)",
+    )
 
     def validate(self) -> RunConfig:
         try:
@@ -370,6 +384,11 @@ class RunConfig:
             )
         if self.curator and self.backend != "deploy":
             raise ConfigError("--curator is for --backend deploy")
+        for name in ("graph_exact_limit", "graph_sample_sources"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(
+                    f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}"
+                )
         try:
             self.metrics = ",".join(resolve_metrics(self.metrics))
         except UnknownMetricError as exc:

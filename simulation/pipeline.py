@@ -241,6 +241,7 @@ def evaluate(
         device=None if config.device == "auto" else config.device,
         num_threads=num_threads,
         progress=progress,
+        config=config.to_dict(),
     )
     sections = evaluation.evaluate(_metrics(config), ctx, held_out)
     return sections, time.perf_counter() - t0

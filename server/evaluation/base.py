@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,9 @@ class Prepared:
 class EvaluationContext:
     """Everything a metric may use after the release: the original graph with its true
     labels (what the nodes held before :func:`prepare` took anything out), the split, the
-    release, the training settings, the seed, the device and what its ``prepare`` set aside."""
+    release, the training settings, the seed, the device and what its ``prepare`` set aside;
+    ``config``: the run's whole configuration as a mapping (a metric reads its own keys there,
+    e.g. ``graph_exact_limit``; None outside a run: every metric then uses its defaults)."""
 
     graph: Graph
     split: Any
@@ -55,6 +57,7 @@ class EvaluationContext:
     #: What one metric computed on this release that another may reuse within the same
     #: :func:`evaluate` (``lp`` and ``attack`` train one GAE on the release, not two).
     cache: dict[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] | None = None
 
 
 class Metric(ABC):
@@ -92,9 +95,17 @@ def _discover() -> None:
         return
     _DISCOVERED = True
     package = importlib.import_module(__package__ or "ldpgraph.server.evaluation")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "base":
-            importlib.import_module(f"{package.__name__}.{module.name}")
+    modules = [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    for name in modules:
+        if not name.endswith(".base"):
+            importlib.import_module(name)
+    # The registry lists this package's metrics in module order, whichever module was imported
+    # first: a run's ``metrics`` value lists its metrics in registry order and is part of the
+    # run's identity. Metrics registered elsewhere follow, in registration order.
+    rank = {name: i for i, name in enumerate(modules)}
+    ordered = sorted(METRICS.items(), key=lambda kv: rank.get(kv[1].__module__, len(rank)))
+    METRICS.clear()
+    METRICS.update(ordered)
 
 
 _DISCOVERED = False

@@ -42,6 +42,8 @@ def non_result_keys() -> tuple[str, ...]:
 ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "center_features": False,
     "metrics": "accuracy",
+    "graph_exact_limit": 5000,
+    "graph_sample_sources": 500,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing

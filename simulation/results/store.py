@@ -11,7 +11,11 @@ may write at once: the file is in WAL mode with a busy timeout and every write i
 ``BEGIN IMMEDIATE`` transaction.
 
 Nothing of a result record is dropped: the keys of :func:`ldpgraph.simulation.pipeline.run`'s
-record go to their columns, anything else to ``extra``.
+record go to their columns, every metric's section (``accuracy``, ``training``, ``graph_stats``,
+``lp``, ``attack``, ``skipped_metrics``, …: :func:`ldpgraph.server.record.metric_sections`) to
+the ``metrics`` column, anything else to ``extra``. Stores written before every section went to
+``metrics`` kept the sections other than accuracy and training in ``extra``: rows read from
+them show those sections under ``metrics`` too (:meth:`ResultsStore.rows`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ldpgraph.server.record import metric_sections
+
 from .identity import ADDED_KEY_DEFAULTS, canonical_config, config_hash, run_key
 
 #: Version of the store: 1 keyed runs by every protocol's parameters, 2 by the chosen
@@ -42,10 +48,10 @@ DEFAULT_STORE = Path("results") / "ldpgraph.db"
 #: A 'running' row with no sign of life for this long is treated as interrupted.
 DEFAULT_STALE_AFTER = 12 * 3600.0
 
-#: The record keys of ``pipeline.run`` that have their own JSON column (metrics = accuracy +
-#: training); any other key of a record is kept in ``extra``.
+#: The record keys of ``pipeline.run`` that have their own JSON column (``metrics`` holds every
+#: metric section); any other key of a record is kept in ``extra``.
 _RECORD_COLUMNS = ("privacy", "timings", "graph", "release", "versions")
-_RECORD_KNOWN = {"config", "accuracy", "training", "fingerprint", "command", *_RECORD_COLUMNS}
+_RECORD_KNOWN = {"config", "fingerprint", "command", *_RECORD_COLUMNS}
 _JSON_COLUMNS = ("config", "metrics", *_RECORD_COLUMNS, "extra")
 
 _SCHEMA = """
@@ -456,7 +462,13 @@ class ResultsStore:
         finished = _now()
         total = _float((result.get("timings") or {}).get("total"))
         started = finished.timestamp() - (total or 0.0)
-        extra = {k: v for k, v in result.items() if k not in _RECORD_KNOWN}
+        sections = metric_sections(result)
+        extra = {k: v for k, v in result.items() if k not in _RECORD_KNOWN and k not in sections}
+        metrics = {
+            "accuracy": accuracy,
+            "training": result.get("training") or {},
+            **{k: v for k, v in sections.items() if k not in ("accuracy", "training")},
+        }
         values = {
             **self._config_fields(cfg),
             **self._owner_fields(),
@@ -467,7 +479,7 @@ class ResultsStore:
             "heartbeat_at": _iso(finished),
             "val_acc": _float(accuracy.get("val")),
             "test_acc": _float(accuracy.get("test")),
-            "metrics": _dumps({"accuracy": accuracy, "training": result.get("training") or {}}),
+            "metrics": _dumps(metrics),
             **{c: _dumps(result.get(c)) for c in _RECORD_COLUMNS},
             "extra": _dumps(extra) if extra else None,
             "fingerprint": result.get("fingerprint"),
@@ -591,10 +603,23 @@ class ResultsStore:
             row = dict(zip(names, values, strict=True))
             for c in _JSON_COLUMNS:
                 row[c] = json.loads(row[c]) if row[c] is not None else None
+            _legacy_sections(row)
             if row["git_dirty"] is not None:
                 row["git_dirty"] = bool(row["git_dirty"])
             out.append(row)
         return out
+
+
+def _legacy_sections(row: dict[str, Any]) -> None:
+    """A row written before every metric section went to ``metrics`` kept the sections other
+    than accuracy and training in ``extra``: move them (every mapping there) to ``metrics``."""
+    extra = row.get("extra")
+    if not extra:
+        return
+    moved = {k: v for k, v in extra.items() if isinstance(v, dict)}
+    if moved:
+        row["metrics"] = {**(row.get("metrics") or {}), **moved}
+        row["extra"] = {k: v for k, v in extra.items() if k not in moved} or None
 
 
 # --- records ----------------------------------------------------------------------------------

@@ -1,13 +1,23 @@
 """Reading a results store's rows: summaries grouped by configuration, text tables for the
-terminal, flat CSV columns and JSON (what ``ldpgraph results`` prints)."""
+terminal, flat CSV columns and JSON (what ``ldpgraph results`` prints).
+
+A run's columns are its flattened record (:func:`flatten_row`): ``config.tau``,
+``privacy.epsilon``, ``timings.total`` and one dotted column per value of every metric section
+(``accuracy.test``, ``graph_stats.triangles.re``, ``lp.auc``, ``attack.max``, …); the numeric
+values of the metric sections are its *metric columns* (:func:`metric_columns`), which
+``--group`` averages and ``--columns`` shows.
+"""
 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import json
+import math
 import os
 import statistics
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +49,10 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
+#: Metric sections that are no measurement of the release (left out of the metric columns).
+NOT_MEASURED = ("training", "skipped_metrics")
+
+
 def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
     """One run as a flat dict with dotted column names (lists as JSON text)."""
     out = {c: row.get(c) for c in _CSV_HEAD}
@@ -46,6 +60,9 @@ def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
     _flatten("config", row.get("config") or {}, out)
     _flatten("accuracy", metrics.get("accuracy") or {}, out)
     _flatten("training", metrics.get("training") or {}, out)
+    for name, section in metrics.items():
+        if name not in ("accuracy", "training"):
+            _flatten(name, section if isinstance(section, dict) else {"value": section}, out)
     for c in ("privacy", "graph", "release", "timings", "versions"):
         _flatten(c, row.get(c) or {}, out)
     _flatten("", row.get("extra") or {}, out)
@@ -79,12 +96,88 @@ def write_csv(path_or_file: str | os.PathLike[str] | IO[str], dicts: list[dict])
     return len(flat)
 
 
-def group_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _number(value: Any) -> float | None:
+    """A finite number, else None (booleans, text, NaN and ∞ are no measurement to average)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def metric_columns(row: dict[str, Any]) -> dict[str, float]:
+    """The numeric values of a run's metric sections (all but :data:`NOT_MEASURED`), by
+    dotted column name: ``accuracy.test``, ``graph_stats.cpl.re``, ``lp.auc``, …"""
+    flat: dict[str, Any] = {}
+    for name, section in (row.get("metrics") or {}).items():
+        if name not in NOT_MEASURED:
+            _flatten(name, section if isinstance(section, dict) else {"value": section}, flat)
+    return {k: v for k, v in ((k, _number(v)) for k, v in flat.items()) if v is not None}
+
+
+def mean_std(values: Sequence[float]) -> dict[str, Any]:
+    """{mean, std, n}: the sample std (None for one value); mean None for none."""
+    return {
+        "mean": statistics.fmean(values) if values else None,
+        "std": statistics.stdev(values) if len(values) > 1 else None,
+        "n": len(values),
+    }
+
+
+class ColumnError(ValueError):
+    """A ``--columns`` name that no selected run has; the message is one line."""
+
+
+def resolve_columns(patterns: Iterable[str], rows: list[dict[str, Any]]) -> list[str]:
+    """The columns of ``rows`` that ``patterns`` name (dotted names of :func:`flatten_row`, with
+    fnmatch wildcards: ``graph_stats.*.re``), in the order named; a name that matches no column
+    of any row is an error that names the metric sections there are."""
+    from ldpgraph.protocols.params import did_you_mean
+
+    known: dict[str, None] = {}
+    for r in rows:
+        known.update(dict.fromkeys(flatten_row(r)))
+    sections = dict.fromkeys(c.partition(".")[0] for c in available_columns(rows))
+    out: dict[str, None] = {}
+    for pattern in patterns:
+        hits = [c for c in known if fnmatch.fnmatchcase(c, pattern)]
+        if not hits:
+            hint = did_you_mean(pattern, list(known))
+            raise ColumnError(
+                f"no run has a column {pattern!r}{hint}; the runs have the metric sections "
+                f"{', '.join(sections) or 'none'} (--list-columns lists their columns)"
+            )
+        out.update(dict.fromkeys(hits))
+    return list(out)
+
+
+def available_columns(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Every metric column of ``rows`` with the number of runs that have it, in first-seen
+    order."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for c in metric_columns(r):
+            counts[c] = counts.get(c, 0) + 1
+    return counts
+
+
+def format_available(rows: list[dict[str, Any]]) -> str:
+    """The metric columns of ``rows`` by section (metric family), each with how many runs have
+    it: what ``--columns`` can show."""
+    by_section: dict[str, list[str]] = {}
+    for column, n in available_columns(rows).items():
+        section, _, rest = column.partition(".")
+        by_section.setdefault(section, []).append(f"{rest} ({n})" if rest else f"({n})")
+    if not by_section:
+        return "no metric columns"
+    return "\n".join(f"{s}: {', '.join(cols)}" for s, cols in by_section.items())
+
+
+def group_rows(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Aggregate finished runs by ``config_hash``: n runs, their seeds, mean and sample std of
-    test and validation accuracy (std None for a single run)."""
+    test and validation accuracy (std None for a single run), and ``metrics``: {mean, std, n}
+    of every metric column and of the given ``columns``."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        if r["status"] == "done" and r.get("test_acc") is not None:
+        if r["status"] == "done":
             groups.setdefault(r["config_hash"], []).append(r)
     out = []
     for h, rs in groups.items():
@@ -102,6 +195,15 @@ def group_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             vals = [r[f"{name}_acc"] for r in rs if r.get(f"{name}_acc") is not None]
             entry[f"{name}_mean"] = statistics.fmean(vals) if vals else None
             entry[f"{name}_std"] = statistics.stdev(vals) if len(vals) > 1 else None
+        values: dict[str, list[float]] = {}
+        for r in rs:
+            found = metric_columns(r)
+            if columns:
+                flat = flatten_row(r)
+                found.update({c: v for c in columns if (v := _number(flat.get(c))) is not None})
+            for c, v in found.items():
+                values.setdefault(c, []).append(v)
+        entry["metrics"] = {c: mean_std(v) for c, v in values.items()}
         entry["config"] = config
         out.append(entry)
     return out
@@ -123,9 +225,18 @@ def _table(headers: list[str], body: list[list[str]], right: set[int]) -> str:
     return "\n".join([line(headers), *(line(r) for r in body)])
 
 
-def format_runs(rows: list[dict[str, Any]]) -> str:
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_runs(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
     """A text table of runs: id, sweep, protocol, dataset, model, ε, seed, val, test (in %),
-    status, finished."""
+    the given ``columns`` (:func:`flatten_row` names), status, finished."""
+    flat = [flatten_row(r) for r in rows] if columns else [{} for _ in rows]
     body = [
         [
             str(r["id"]),
@@ -137,20 +248,30 @@ def format_runs(rows: list[dict[str, Any]]) -> str:
             "-" if r.get("seed") is None else str(r["seed"]),
             _pct(r.get("val_acc")),
             _pct(r.get("test_acc")),
+            *(_cell(f.get(c)) for c in columns),
             r["status"],
             (r.get("finished_at") or "-").replace("T", " ")[:16],
         ]
-        for r in rows
+        for r, f in zip(rows, flat, strict=True)
     ]
     headers = ["id", "sweep", "protocol", "dataset", "model", "ε", "seed", "val%", "test%"]
-    return _table([*headers, "status", "finished"], body, right={0, 5, 6, 7, 8})
+    right = {0, 5, 6, 7, 8, *range(9, 9 + len(columns))}
+    return _table([*headers, *columns, "status", "finished"], body, right=right)
 
 
-def format_groups(groups: list[dict[str, Any]]) -> str:
-    """A text table of :func:`group_rows`: mean ± std of test and validation accuracy (%)."""
+def format_groups(groups: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
+    """A text table of :func:`group_rows`: mean ± std of test and validation accuracy (%) and
+    of the given ``columns``."""
 
     def pm(mean: float | None, std: float | None) -> str:
         return _pct(mean) + (" ± " + _pct(std) if std is not None else "")
+
+    def pm_column(g: dict[str, Any], column: str) -> str:
+        cell = (g.get("metrics") or {}).get(column)
+        if not cell or cell["mean"] is None:
+            return "-"
+        text = _cell(cell["mean"]) + (f" ± {cell['std']:.2g}" if cell["std"] is not None else "")
+        return text + (f" (n={cell['n']})" if cell["n"] != g["n"] else "")
 
     body = [
         [
@@ -162,11 +283,12 @@ def format_groups(groups: list[dict[str, Any]]) -> str:
             str(g["n"]),
             pm(g["test_mean"], g["test_std"]),
             pm(g["val_mean"], g["val_std"]),
+            *(pm_column(g, c) for c in columns),
         ]
         for g in groups
     ]
-    headers = ["config", "protocol", "dataset", "model", "ε", "n", "test%", "val%"]
-    return _table(headers, body, right={4, 5, 6, 7})
+    headers = ["config", "protocol", "dataset", "model", "ε", "n", "test%", "val%", *columns]
+    return _table(headers, body, right={4, 5, 6, 7, *range(8, 8 + len(columns))})
 
 
 def dumps_rows(rows: list[dict[str, Any]]) -> str:

@@ -9,12 +9,14 @@ from dataclasses import fields
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from ldpgraph.protocols.types import PrivacyReport, Release
 from ldpgraph.server.record import (
     RESULT_MARKER,
     build_record,
     json_default,
+    metric_sections,
     result_line,
     summary,
 )
@@ -119,3 +121,37 @@ def test_training_settings_are_derived_from_the_run_configuration():
     assert shared == {f.name for f in fields(TrainConfig)} - {"heads", "patience"}
     assert all(getattr(train, name) == getattr(run, name) for name in shared)
     assert train.heads == TrainConfig().heads and train.patience is None
+
+
+def test_metric_sections_and_the_record_keys_they_may_not_take():
+    rec = record()
+    rec.update({"lp": {"auc": 0.75}, "phase": "final"})
+    assert list(metric_sections(rec)) == ["accuracy", "training", "lp"]
+    graph = SimpleNamespace(num_nodes=4, num_edges=5, num_features=3, num_classes=2)
+    with pytest.raises(RuntimeError, match=r"\['graph'\] would overwrite"):
+        build_record({}, graph, release(), {"graph": {"x": 1}}, {})
+
+
+def test_the_summary_shows_the_graph_statistics_and_any_other_metric():
+    rec = record()
+    rec["graph_stats"] = {
+        "edges": {"original": 5278, "release": 5100, "re": 0.0337},
+        "cpl": {"original": 6.3103, "release": None, "re": None},
+        "degree_ks": 0.1234,
+        "paths": {
+            "original": {"method": "exact", "sources": 2708},
+            "release": {"method": "sampled", "sources": 500},
+        },
+        "weights": "weighted: the 2 of 4 released pairs with weight >= 0.5 are the edges",
+        "seconds": 2.6153,
+    }
+    rec["lp"] = {"auc": 0.81234, "hidden": 1055, "scorer": "logistic"}
+    text = summary(rec)
+    assert (
+        "  graph stats   original → release (RE); paths exact / sampled "
+        "(2708 / 500 sources); 2.6 s" in text
+    )
+    assert "edges 5278 → 5100 (0.0337)   cpl 6.31 → -   degree KS 0.123" in text
+    assert "weighted: the 2 of 4 released pairs" in text
+    assert "  lp            auc 0.8123   hidden 1055" in text
+    assert all(len(line) <= 100 for line in text.splitlines())

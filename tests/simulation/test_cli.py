@@ -42,6 +42,8 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         (["--feature-share", "1"], "feature-share must be in (0, 1)"),
         (["--protocol", "none"], "add --trust-curator"),
         (["--nodes-per-client", "-1"], "nodes-per-client must be >= 1"),
+        (["--graph-exact-limit", "-1"], "graph-exact-limit must be >= 0, got -1"),
+        (["--graph-sample-sources", "-5"], "graph-sample-sources must be >= 0, got -5"),
         # bad values caught before any data is loaded
         (["--device", "gpu"], "unknown device 'gpu'; choose auto"),
         (["--device", "cuda:x"], "unknown device 'cuda:x'"),
@@ -470,3 +472,27 @@ def test_run_help_lists_central_strategies_in_their_own_group():
     assert group < text.index("--delta DELTA node") < text.index("--pr-share PR_SHARE share")
     options = text.index("options:")
     assert options < text.index("--tau TAU", options) < group  # LDP parameters stay put
+
+
+def test_the_graph_metric_end_to_end_with_its_settings_and_its_error(capsys):
+    """``--metrics graph`` puts the graph statistics in the record and the summary; its
+    settings reach the metric (a limit below the graph's size samples); with sampling off the
+    run stops with one line."""
+    argv = ["run", "--quiet", "--dataset", SMALL, "--backend", "local", "--metrics", "graph"]
+    sampled = ["--graph-exact-limit", "50", "--graph-sample-sources", "100"]
+    code, out, _ = run_cli(capsys, *argv, "--json", *sampled)
+    assert code == 0
+    record = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
+    section = record["graph_stats"]
+    for which in ("original", "release"):
+        assert section["paths"][which]["method"] == "sampled"
+        assert section["paths"][which]["sources"] == 100
+    assert section["edges"]["original"] == record["graph"]["original"]["edges"]
+    assert "accuracy" not in record and record["config"]["graph_exact_limit"] == 50
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0 and "graph stats   original → release (RE); paths exact" in out
+    code, _, err = run_cli(
+        capsys, *argv, "--graph-exact-limit", "50", "--graph-sample-sources", "0"
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "above graph-exact-limit 50, and sampling is off" in err

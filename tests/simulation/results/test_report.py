@@ -148,3 +148,65 @@ def test_swept_variants_plot_against_their_value(tmp_path):
     names = {p.name for p in written}
     assert "acc-vs-d-cora-gcn.png" in names and "acc-vs-eps-cora-gcn.png" in names
     assert (tmp_path / "acc-vs-d-cora-gcn.png").stat().st_size > 5000
+
+
+def measured_row(proto, eps, tri_re, ks, auc=None, seed=0, phase="final", **extra_sections):
+    """A final run of the graph metric (and link prediction) without accuracy."""
+    graph_stats = {
+        "triangles": {"original": 100, "release": 100 * (1 - tri_re), "re": tri_re},
+        "cpl": {"original": 6.3, "release": None, "re": None},
+        "degree_ks": ks,
+        "paths": {"original": {"method": "exact", "sources": 2708}},
+        "seconds": 1.5,
+    }
+    metrics = {"accuracy": {}, "training": {}, "graph_stats": graph_stats, **extra_sections}
+    if auc is not None:
+        metrics["lp"] = {"auc": auc}
+    return {**row("cora", proto, "gcn", eps, None, phase), "metrics": metrics, "seed": seed}
+
+
+def test_metric_sections_aggregate_per_cell_graph_as_mre_and_ks():
+    rows = [
+        measured_row("hogs", 4, 0.2, 0.1, auc=0.7),
+        measured_row("hogs", 4, 0.4, 0.3, auc=0.9, seed=1),
+        measured_row("rr", 4, 0.9, 0.5),
+        measured_row("rr", 4, 0.5, 0.5, phase="search"),
+    ]
+    kept = report.final_rows(rows)
+    assert len(kept) == 3  # runs without accuracy count; the search run does not
+    assert report.aggregate(kept) == {}  # no accuracy to tabulate
+    agg = report.aggregate_metrics(kept)
+    assert set(agg) == {"graph_stats", "lp"}
+    hogs = agg["graph_stats"][("cora", "hogs", "gcn", 4.0)]
+    assert set(hogs) == {"triangles MRE", "degree KS"}  # cpl's RE is undefined in every run
+    assert hogs["triangles MRE"]["mean"] == pytest.approx(0.3)
+    assert hogs["triangles MRE"]["std"] == pytest.approx(0.141421, rel=1e-5)
+    assert hogs["degree KS"]["mean"] == pytest.approx(0.2) and hogs["degree KS"]["n"] == 2
+    assert agg["graph_stats"][("cora", "rr", "gcn", 4.0)]["triangles MRE"]["std"] is None
+    assert agg["lp"][("cora", "hogs", "gcn", 4.0)]["auc"]["mean"] == pytest.approx(0.8)
+    md = report.metrics_markdown(agg)
+    assert "## graph_stats" in md and "## lp" in md
+    assert "| dataset | method | model | ε | runs | triangles MRE | degree KS |" in md
+    assert "| cora | HoGS | gcn | 4 | 2 | 0.3 ± 0.14 | 0.2 ± 0.14 |" in md
+    assert f"| cora | {report.method_label('rr')} | gcn | 4 | 1 | 0.9 | 0.5 |" in md
+    assert "| cora | HoGS | gcn | 4 | 2 | 0.8 ± 0.14 |" in md
+
+
+def test_a_value_some_runs_lack_says_its_n():
+    rows = [
+        measured_row("hogs", 4, 0.2, 0.1, auc=0.7),
+        measured_row("hogs", 4, 0.4, 0.3, seed=1, attack={"cn": 0.6, "max": 0.6}),
+    ]
+    md = report.metrics_markdown(report.aggregate_metrics(rows))
+    assert "| cora | HoGS | gcn | 4 | 1 | 0.7 |" in md  # lp: one run has it
+    assert "## attack" in md and "| cn | max |" in md
+
+
+def test_the_report_writes_the_metrics_of_graph_only_runs(tmp_path):
+    rows = [measured_row("hogs", e, 0.2 * e, 0.1, seed=s) for e in (1, 2) for s in (0, 1)]
+    written = report.write_report(rows, tmp_path)
+    names = {p.name for p in written}
+    assert "metrics.md" in names and "summary.md" in names
+    text = (tmp_path / "metrics.md").read_text()
+    assert "| cora | HoGS | gcn | 2 | 2 | 0.4 ± 0 | 0.1 ± 0 |" in text
+    assert "[metrics.md](metrics.md) (graph_stats)" in (tmp_path / "README.md").read_text()

@@ -56,12 +56,7 @@ def fake_record(config: dict, test: float = 0.5, val: float = 0.4) -> dict:
 def record_from_row(row: dict) -> dict:
     """The result record rebuilt from its stored row: equal to the record that was stored when
     the store keeps all of it (its columns, the rest in ``extra``)."""
-    metrics = row.get("metrics") or {}
-    record = {
-        "config": row["config"],
-        "accuracy": metrics.get("accuracy"),
-        "training": metrics.get("training"),
-    }
+    record = {"config": row["config"], **(row.get("metrics") or {})}
     for column in ("privacy", "timings", "graph", "release", "versions", "fingerprint", "command"):
         record[column] = row.get(column)
     record.update(row.get("extra") or {})
@@ -104,9 +99,50 @@ def test_claim_finish_and_never_recompute(db):
 
 def test_extra_record_keys_are_kept(db):
     c = cfg()
-    rec = {**fake_record(c), "attack": {"auc": 0.7}}
+    rec = {**fake_record(c), "attack": {"auc": 0.7}, "phase": "final", "release_kind": "graph"}
     db.finish(c, rec)
     assert record_from_row(db.get(c)) == rec
+
+
+def test_every_metric_section_goes_to_the_metrics_column(db):
+    """accuracy and training as before, and every other metric's section beside them (the
+    graph statistics, link prediction, attacks, skipped metrics); plain values stay extra."""
+    c = cfg()
+    graph_stats = {"triangles": {"original": 10, "release": 4, "re": 0.6}, "degree_ks": 0.2}
+    rec = {
+        **fake_record(c),
+        "graph_stats": graph_stats,
+        "lp": {"auc": 0.8},
+        "skipped_metrics": {"attack": "does not score a model release"},
+        "entry": "hogs",
+    }
+    db.finish(c, rec)
+    raw = db._con.execute("SELECT metrics, extra FROM runs").fetchone()
+    assert list(json.loads(raw[0])) == [
+        "accuracy",
+        "training",
+        "graph_stats",
+        "lp",
+        "skipped_metrics",
+    ]
+    assert json.loads(raw[1]) == {"entry": "hogs"}
+    row = db.get(c)
+    assert row["metrics"]["graph_stats"] == graph_stats and row["metrics"]["lp"] == {"auc": 0.8}
+    assert record_from_row(row) == rec
+
+
+def test_a_store_that_kept_sections_in_extra_reads_them_as_metrics(db):
+    """Before every section went to ``metrics``, the store kept all but accuracy and training
+    in ``extra``: such a row reads with them under ``metrics``."""
+    c = cfg()
+    db.finish(c, fake_record(c))
+    old_extra = {"attack": {"max": 0.6}, "skipped_metrics": {"lp": "no"}, "phase": "final"}
+    db._con.execute("UPDATE runs SET extra = ?", (json.dumps(old_extra),))
+    row = db.get(c)
+    assert row["metrics"]["attack"] == {"max": 0.6} and row["metrics"]["skipped_metrics"]
+    assert row["metrics"]["accuracy"]["test"] == 0.5
+    assert row["extra"] == {"phase": "final"}
+    assert tables.metric_columns(row)["attack.max"] == 0.6
 
 
 def test_interrupted_run_of_dead_pid_is_redone(db):
@@ -499,3 +535,80 @@ lr = [0.01]
     said.clear()
     result = run_sweep(exp, "g", store_path=db, workers=0, dry_run=True, say=said.append)
     assert not said and result.phases["search"].pending == 0  # the stored run is found
+
+
+# --- metric columns ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def measured(db):
+    """Two seeds of a HoGS configuration with graph statistics and a link-prediction AUC, and
+    one graph-only run (no accuracy)."""
+    for seed, (tri, auc) in enumerate(((0.5, 0.8), (0.7, 0.9))):
+        c = cfg(seed=seed)
+        rec = {
+            **fake_record(c),
+            "graph_stats": {
+                "triangles": {"original": 10, "release": 10 * (1 - tri), "re": tri},
+                "cpl": {"original": 4.0, "release": None, "re": None},
+                "degree_ks": 0.1 * (seed + 1),
+                "paths": {"original": {"method": "exact", "sources": 50}},
+                "weights": "unweighted",
+            },
+            "lp": {"auc": auc},
+        }
+        db.finish(c, rec)
+    c = cfg(protocol="rr", seed=0)
+    rec = {k: v for k, v in fake_record(c).items() if k not in ("accuracy", "training")}
+    db.finish(c, {**rec, "graph_stats": {"triangles": {"original": 10, "release": 0, "re": 1.0}}})
+    return db
+
+
+def test_metric_columns_are_the_numeric_values_of_the_measured_sections(measured):
+    row = measured.rows()[0]
+    cols = tables.metric_columns(row)
+    assert cols["graph_stats.triangles.re"] == 0.5 and cols["lp.auc"] == 0.8
+    assert cols["accuracy.test"] == 0.5 and cols["graph_stats.paths.original.sources"] == 50
+    assert "graph_stats.cpl.re" not in cols and "graph_stats.weights" not in cols
+    assert not any(c.startswith("training.") for c in cols)
+    flat = tables.flatten_row(row)  # the CSV has them all, text too
+    assert flat["graph_stats.weights"] == "unweighted" and flat["lp.auc"] == 0.8
+    assert tables.resolve_columns(["lp.auc", "graph_stats.*.re"], measured.rows()) == [
+        "lp.auc",
+        "graph_stats.triangles.re",
+        "graph_stats.cpl.re",
+    ]
+    with pytest.raises(tables.ColumnError, match=r"did you mean 'lp.auc'.*graph_stats, lp"):
+        tables.resolve_columns(["lp.acu"], measured.rows())
+
+
+def test_group_averages_every_metric_column(measured):
+    groups = tables.group_rows(measured.rows(), ["timings.total"])
+    g = next(g for g in groups if g["n"] == 2)
+    assert g["metrics"]["graph_stats.triangles.re"]["mean"] == pytest.approx(0.6)
+    assert g["metrics"]["graph_stats.triangles.re"]["std"] == pytest.approx(0.141421, rel=1e-5)
+    assert g["metrics"]["lp.auc"]["n"] == 2 and g["metrics"]["timings.total"]["mean"] == 0.6
+    only_graph = next(g for g in groups if g["protocol"] == "rr")
+    assert only_graph["test_mean"] is None and only_graph["metrics"]["graph_stats.triangles.re"]
+    text = tables.format_groups(groups, ["graph_stats.triangles.re", "lp.auc"])
+    assert "0.6 ± 0.14" in text and "0.85 ± 0.071" in text
+
+
+def test_cli_columns_and_list_columns(measured, capsys):
+    path = str(measured.path)
+    code, out, _ = run_cli(capsys, "results", "--store", path, "--list-columns")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "accuracy: val (2), test (2), train (2)"
+    assert lines[1].startswith("graph_stats: triangles.original (3)") and lines[2] == "lp: auc (2)"
+    code, out, _ = run_cli(
+        capsys, "results", "--store", path, "--columns", "graph_stats.triangles.re,lp.auc"
+    )
+    head, *body = out.strip().splitlines()
+    assert head.split()[7:11] == ["val%", "test%", "graph_stats.triangles.re", "lp.auc"]
+    assert body[0].split()[9:11] == ["0.5", "0.8"] and body[2].split()[9:11] == ["1", "-"]
+    code, out, _ = run_cli(capsys, "results", "--store", path, "--group", "--columns", "lp.auc")
+    assert "0.85 ± 0.071" in out
+    code, _, err = run_cli(capsys, "results", "--store", path, "--columns", "graph.triangles")
+    assert code == 2 and "no run has a column 'graph.triangles'" in err
+    assert len(err.strip().splitlines()) == 1

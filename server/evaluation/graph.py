@@ -1,0 +1,416 @@
+"""Graph statistics of a graph release against the original graph (``--metrics graph``).
+
+The statistics and their definitions are PrivDPR's utility metrics as its spec fixes them
+(shared/specs/000-privdpr.md §6.2, NetGAN's ``compute_graph_statistics``), on the undirected
+simple graph, degrees counted over all n nodes:
+
+* ``triangles`` (TC), ``wedges`` Σ C(d, 2) (WC), ``claws`` Σ C(d, 3) (CC);
+* ``rede``: the relative edge-distribution entropy (1/ln n)·Σ −(d/2m)·ln((d + 1e-4)/2m);
+* ``cpl``: the mean shortest-path length over all connected ordered pairs i ≠ j;
+* ``diameter``: the largest finite shortest-path length; ``lcc``: the largest component's size;
+* ``degree_ks``: the two-sample Kolmogorov–Smirnov statistic of the two degree sequences;
+
+and besides them ``edges``, Newman's degree ``assortativity``, the average local
+``clustering`` (nodes of degree < 2 count as 0, as networkx does) and the ``gini`` coefficient
+of the degrees. Each statistic is recorded with the original's value, the release's value and
+their relative error |release − original| / |original| (the paper's RE; a report's MRE is its
+mean over runs); a value that is undefined (CPL of a graph without edges, the assortativity of
+a regular graph) is None, and so is an RE against an original of 0, unless both are equal.
+
+Path statistics are exact (a BFS from every node, with scipy) while the largest component has
+at most ``graph_exact_limit`` nodes; above that they are estimated from BFS runs from
+``graph_sample_sources`` nodes drawn uniformly (seeded from the run seed) among the nodes with
+a neighbour: the CPL as the sum of their distances over the pairs they reach, the diameter as a
+lower bound (the largest eccentricity seen, improved by sweeps from the farthest node found).
+The section says, per graph, which way its path statistics were computed and from how many
+sources. With sampling off (0 sources) a graph above the limit is an error.
+
+A weighted release (soft releases: the weight is an edge's posterior probability) is scored as
+the graph of its pairs with weight ≥ 1/2, the most likely graph; the section says how many of
+the weighted pairs that kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ldpgraph.protocols.graph import canonical_edges, edges_to_csr
+from ldpgraph.protocols.rng import stage_rng
+
+from .base import EvaluationContext, Metric, register_metric
+
+#: Path statistics are exact while the largest component has at most this many nodes
+#: (configuration key ``graph_exact_limit``).
+DEFAULT_EXACT_LIMIT = 5000
+#: BFS sources of the sampled path statistics above the limit; 0: never sample (key
+#: ``graph_sample_sources``).
+DEFAULT_SAMPLE_SOURCES = 500
+#: A weighted release's pairs with at least this weight are its edges.
+WEIGHT_THRESHOLD = 0.5
+#: The statistics with an original value, a release value and an RE, in record order.
+STATISTICS = (
+    "edges",
+    "triangles",
+    "wedges",
+    "claws",
+    "rede",
+    "cpl",
+    "diameter",
+    "lcc",
+    "assortativity",
+    "clustering",
+    "gini",
+)
+#: Sweeps from the farthest node found that improve a sampled diameter's lower bound.
+DIAMETER_SWEEPS = 4
+#: Distance-matrix entries of one BFS batch (float64): bounds the memory to about 32 MiB.
+_BATCH_ENTRIES = 1 << 22
+#: Components are grouped into blocks of about this many nodes, so that a graph of many small
+#: components takes few scipy calls.
+_BLOCK_NODES = 4096
+
+
+class GraphTooLargeError(ValueError):
+    """An exact path statistic was asked of a graph above the exact limit with sampling off."""
+
+
+def relative_error(original: float | None, released: float | None) -> float | None:
+    """|released − original| / |original|; None where undefined (either value undefined, or
+    an original of 0 that the release does not match)."""
+    if original is None or released is None:
+        return None
+    if released == original:
+        return 0.0
+    if original == 0:
+        return None
+    return float(abs(released - original) / abs(original))
+
+
+def release_edges(release: Any) -> tuple[np.ndarray, str]:
+    """The edges the statistics see in ``release`` and how its weights were treated."""
+    edges = np.asarray(release.edges, dtype=np.int64).reshape(-1, 2)
+    weight = getattr(release, "edge_weight", None)
+    if weight is None:
+        return edges, "unweighted: every released pair is an edge"
+    weight = np.asarray(weight, dtype=np.float64).reshape(-1)
+    if weight.shape[0] != edges.shape[0]:
+        raise ValueError(
+            f"the release has {weight.shape[0]} edge weights for {edges.shape[0]} edges"
+        )
+    kept = edges[weight >= WEIGHT_THRESHOLD]
+    return kept, (
+        f"weighted: the {kept.shape[0]} of {edges.shape[0]} released pairs with weight >= "
+        f"{WEIGHT_THRESHOLD:g} are the edges"
+    )
+
+
+# --- statistics of one graph -------------------------------------------------------------------
+
+
+def degree_statistics(degrees: np.ndarray) -> dict[str, float | int | None]:
+    """Edges, wedges, claws, REDE and Gini from the degree sequence (closed forms)."""
+    d = np.asarray(degrees, dtype=np.int64)
+    n = d.shape[0]
+    two_m = int(d.sum())
+    out: dict[str, float | int | None] = {
+        "edges": two_m // 2,
+        "wedges": int((d * (d - 1) // 2).sum()),
+        "claws": int((d * (d - 1) * (d - 2) // 6).sum()),
+    }
+    if two_m == 0 or n < 2:
+        out["rede"] = None
+    else:
+        p = d / two_m
+        out["rede"] = float(np.sum(-p * np.log((d + 1e-4) / two_m)) / np.log(n))
+    if two_m == 0:
+        out["gini"] = 0.0
+    else:
+        # Gini = Σ_i Σ_j |d_i − d_j| / (2 n² mean), from the sorted sequence.
+        s = np.sort(d).astype(np.float64)
+        ranks = np.arange(1, n + 1, dtype=np.float64)
+        out["gini"] = float(2.0 * np.sum(ranks * s) / (n * s.sum()) - (n + 1.0) / n)
+    return out
+
+
+def triangles_per_node(adj: Any) -> np.ndarray:
+    """Triangles through each node: the diagonal of A³ / 2, as (A·A ∘ A) row sums, a block of
+    rows at a time (A·A of a whole dense release would not fit)."""
+    a = adj.astype(np.int64)
+    n = a.shape[0]
+    out = np.zeros(n, dtype=np.int64)
+    # rows whose A·A has at most about _BATCH_ENTRIES entries (Σ of their degree² bounds it)
+    work = np.concatenate([[0], np.cumsum(np.diff(a.indptr) ** 2 + 1)])
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(work, work[start] + _BATCH_ENTRIES, side="right")) - 1
+        stop = min(n, max(start + 1, stop))
+        rows = a[start:stop]
+        out[start:stop] = np.asarray((rows @ a).multiply(rows).sum(axis=1)).ravel() // 2
+        start = stop
+    return out
+
+
+def assortativity(edges: np.ndarray, degrees: np.ndarray) -> float | None:
+    """Newman's degree assortativity: the Pearson correlation of the degrees at the two ends of
+    an edge, each edge taken both ways (networkx's ``degree_assortativity_coefficient``);
+    None without edges or when every edge joins nodes of one degree."""
+    if edges.shape[0] == 0:
+        return None
+    du, dv = degrees[edges[:, 0]], degrees[edges[:, 1]]
+    x = np.concatenate([du, dv]).astype(np.float64)
+    y = np.concatenate([dv, du]).astype(np.float64)
+    if np.all(x == x[0]):
+        return None
+    from scipy.stats import pearsonr
+
+    return float(pearsonr(x, y).statistic)
+
+
+def _blocks(labels: np.ndarray, sizes: np.ndarray, wanted: np.ndarray) -> list[np.ndarray]:
+    """The nodes of the wanted components, grouped into blocks of whole components of about
+    ``_BLOCK_NODES`` nodes (a larger component is a block of its own)."""
+    order = np.argsort(labels, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    blocks: list[np.ndarray] = []
+    current: list[np.ndarray] = []
+    count = 0
+    for c in np.flatnonzero(wanted):
+        nodes = order[starts[c] : starts[c + 1]]
+        if count and count + nodes.size > _BLOCK_NODES:
+            blocks.append(np.sort(np.concatenate(current)))
+            current, count = [], 0
+        current.append(nodes)
+        count += nodes.size
+    if current:
+        blocks.append(np.sort(np.concatenate(current)))
+    return blocks
+
+
+def _bfs(adj: Any, nodes: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """Hop distances from ``sources`` to every node of ``nodes`` (whole components, sorted
+    ids; ``sources`` among them): one row per source, inf where unreachable."""
+    from scipy.sparse.csgraph import shortest_path
+
+    sub = adj[nodes][:, nodes]
+    local = np.searchsorted(nodes, sources)
+    return shortest_path(sub, method="D", directed=True, unweighted=True, indices=local)
+
+
+def path_statistics(
+    adj: Any,
+    *,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+    sample_sources: int = DEFAULT_SAMPLE_SOURCES,
+    rng: np.random.Generator | None = None,
+    what: str = "graph",
+) -> dict[str, Any]:
+    """CPL, diameter and LCC of the graph with symmetric adjacency ``adj``, and how the path
+    statistics were computed (``paths``: method, sources)."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = adj.shape[0]
+    if n == 0:
+        return {"cpl": None, "diameter": None, "lcc": 0, "paths": _paths("exact", 0)}
+    ncomp, labels = connected_components(adj, directed=False)
+    sizes = np.bincount(labels, minlength=ncomp)
+    lcc = int(sizes.max())
+    candidates = np.flatnonzero(sizes[labels] >= 2)  # nodes that reach another node
+    if candidates.size == 0:
+        return {"cpl": None, "diameter": None, "lcc": lcc, "paths": _paths("exact", 0)}
+    sampled = lcc > exact_limit and candidates.size > sample_sources
+    if lcc > exact_limit and sample_sources <= 0:
+        raise GraphTooLargeError(
+            f"graph statistics: the {what}'s largest component has {lcc} nodes, above "
+            f"graph-exact-limit {exact_limit}, and sampling is off (graph-sample-sources 0): "
+            "raise --graph-exact-limit or sample with --graph-sample-sources N"
+        )
+    if sampled:
+        rng = rng if rng is not None else np.random.default_rng(0)
+        sources = np.sort(rng.choice(candidates, size=sample_sources, replace=False))
+    else:
+        sources = candidates
+    wanted = np.zeros(ncomp, dtype=bool)
+    wanted[labels[sources]] = True
+    total, pairs, diameter = 0.0, 0, 0
+    far = (-1, -1)  # (eccentricity, the farthest node of the most eccentric source)
+    for nodes in _blocks(labels, sizes, wanted):
+        mine = sources[np.isin(sources, nodes)]
+        step = max(1, _BATCH_ENTRIES // nodes.size)
+        for i in range(0, mine.size, step):
+            dist = _bfs(adj, nodes, mine[i : i + step])
+            finite = np.isfinite(dist)
+            total += float(dist[finite].sum())
+            pairs += int(finite.sum()) - dist.shape[0]  # less each source's own 0
+            reach = np.where(finite, dist, -1.0)
+            ecc = reach.max(axis=1)
+            best = int(ecc.argmax())
+            if ecc[best] > far[0]:
+                far = (int(ecc[best]), int(nodes[reach[best].argmax()]))
+            diameter = max(diameter, int(ecc.max()))
+    sweeps = 0
+    if sampled:
+        # Iterated double sweep: a BFS from the farthest node found, while it improves.
+        node = far[1]
+        for _ in range(DIAMETER_SWEEPS):
+            nodes = np.flatnonzero(labels == labels[node])
+            reach = _bfs(adj, nodes, np.array([node]))[0]
+            sweeps += 1
+            ecc = int(reach.max())
+            node = int(nodes[reach.argmax()])
+            if ecc <= diameter:
+                break
+            diameter = ecc
+    return {
+        "cpl": total / pairs if pairs else None,
+        "diameter": diameter if pairs else None,
+        "lcc": lcc,
+        "paths": _paths("sampled" if sampled else "exact", int(sources.size), sweeps),
+    }
+
+
+def _paths(method: str, sources: int, sweeps: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": method, "sources": sources}
+    if method == "sampled":
+        out["diameter"] = f"lower bound: sampled sources + {sweeps} sweep BFS"
+        out["sweeps"] = sweeps
+    return out
+
+
+def graph_statistics(
+    edges: np.ndarray,
+    num_nodes: int,
+    *,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+    sample_sources: int = DEFAULT_SAMPLE_SOURCES,
+    rng: np.random.Generator | None = None,
+    what: str = "graph",
+) -> tuple[dict[str, Any], np.ndarray]:
+    """Every statistic of :data:`STATISTICS` of the undirected simple graph on ``num_nodes``
+    nodes with ``edges`` (any orientation, duplicates and loops dropped), with ``paths``; and
+    its degree sequence."""
+    edges = canonical_edges(edges, num_nodes)
+    adj = edges_to_csr(edges, num_nodes)
+    degrees = np.diff(adj.indptr).astype(np.int64)
+    stats: dict[str, Any] = degree_statistics(degrees)
+    tri = triangles_per_node(adj)
+    stats["triangles"] = int(tri.sum()) // 3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        local = np.where(degrees >= 2, 2.0 * tri / (degrees * (degrees - 1.0)), 0.0)
+    stats["clustering"] = float(local.mean()) if num_nodes else None
+    stats["assortativity"] = assortativity(edges, degrees)
+    stats.update(
+        path_statistics(
+            adj, exact_limit=exact_limit, sample_sources=sample_sources, rng=rng, what=what
+        )
+    )
+    return stats, degrees
+
+
+# --- the metric ---------------------------------------------------------------------------------
+
+#: Statistics of recent graphs: a sweep scores one release under many training settings, and
+#: every run of a data set against the same original.
+_CACHE: OrderedDict[tuple, tuple[dict[str, Any], np.ndarray]] = OrderedDict()
+_CACHE_SIZE = 8
+
+
+def _cached_statistics(
+    edges: np.ndarray, num_nodes: int, exact_limit: int, sample_sources: int, seed: int, what: str
+) -> tuple[dict[str, Any], np.ndarray]:
+    digest = hashlib.sha256(np.ascontiguousarray(edges, dtype=np.int64).tobytes()).hexdigest()
+    key = (digest, num_nodes, exact_limit, sample_sources, seed)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    value = graph_statistics(
+        edges,
+        num_nodes,
+        exact_limit=exact_limit,
+        sample_sources=sample_sources,
+        # One stream for both graphs: an identical release draws the same sources.
+        rng=stage_rng(seed, "graph-stats"),
+        what=what,
+    )
+    _CACHE[key] = value
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def settings(config: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(exact limit, sample sources) from a run's configuration (defaults where absent)."""
+    config = config or {}
+    limit = int(config.get("graph_exact_limit", DEFAULT_EXACT_LIMIT))
+    sources = int(config.get("graph_sample_sources", DEFAULT_SAMPLE_SOURCES))
+    if limit < 0 or sources < 0:
+        raise ValueError(
+            f"graph-exact-limit and graph-sample-sources must be >= 0, got {limit}, {sources}"
+        )
+    return limit, sources
+
+
+def compare(
+    original: tuple[np.ndarray, int],
+    released: tuple[np.ndarray, int],
+    *,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+    sample_sources: int = DEFAULT_SAMPLE_SOURCES,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The ``graph_stats`` section for two graphs given as (edges, num_nodes)."""
+    from scipy.stats import ks_2samp
+
+    ours, deg_o = _cached_statistics(*original, exact_limit, sample_sources, seed, "original")
+    theirs, deg_r = _cached_statistics(*released, exact_limit, sample_sources, seed, "release")
+    out: dict[str, Any] = {
+        name: {
+            "original": ours[name],
+            "release": theirs[name],
+            "re": relative_error(ours[name], theirs[name]),
+        }
+        for name in STATISTICS
+    }
+    if deg_o.size and deg_r.size:
+        # The statistic does not depend on how the p-value is computed; "asymp" skips the
+        # exact p-value, slow (and warning) on large samples.
+        out["degree_ks"] = float(ks_2samp(deg_o, deg_r, method="asymp").statistic)
+    else:
+        out["degree_ks"] = None
+    out["paths"] = {"original": ours["paths"], "release": theirs["paths"]}
+    return out
+
+
+@register_metric
+class GraphStats(Metric):
+    """``graph``: the statistics of a graph release against the original graph (record
+    section ``graph_stats``; the record's ``graph`` section holds the two graphs' sizes)."""
+
+    name = "graph"
+    kinds = ("graph",)
+
+    def evaluate(self, ctx: EvaluationContext) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        if getattr(ctx.graph, "edges", None) is None:
+            raise ValueError(
+                "the graph metric compares the release with the original graph, which this "
+                "server does not hold (a deployment's curator file has no edges): choose other "
+                "--metrics"
+            )
+        limit, sources = settings(ctx.config)
+        edges, weights = release_edges(ctx.release)
+        section = compare(
+            (ctx.graph.edges, ctx.graph.num_nodes),
+            (edges, ctx.release.num_nodes),
+            exact_limit=limit,
+            sample_sources=sources,
+            seed=ctx.seed,
+        )
+        section["weights"] = weights
+        section["seconds"] = round(time.perf_counter() - t0, 4)
+        return {"graph_stats": section}
