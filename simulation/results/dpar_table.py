@@ -223,6 +223,8 @@ def plot_budget_ratio(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -
     for method in ("dpar-em0", "dpar-em1", "dpar-gm"):
         for eps in sorted({k[1] for k in cells if k[0] == method}):
             pts = sorted((k[2], c) for k, c in cells.items() if k[0] == method and k[1] == eps)
+            if len(pts) < 2:
+                continue  # one share (e.g. a Table 1 cell at another ε): no line to draw
             ax.errorbar(
                 [p[0] for p in pts],
                 [p[1]["mean"] for p in pts],
