@@ -126,10 +126,13 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     # the schema (simulation/config.py) and, for protocol parameters, from the registry.
     defaults = RunConfig()
     params = protocol_help()
-    groups = {name: p.add_argument_group(title) for name, title in SECTIONS.items()}
-    central = p.add_argument_group(
-        "protocol parameters of the central-DP strategies (node-level (ε, δ); DPAR)"
-    )
+    groups = {}
+    for name, title in SECTIONS.items():
+        groups[name] = p.add_argument_group(title)
+        if name == "protocol":  # the central strategies' parameters follow the LDP ones
+            central = p.add_argument_group(
+                "protocol parameters of the central-DP strategies (node-level (ε, δ); DPAR)"
+            )
     central_keys = central_only_parameters()
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
