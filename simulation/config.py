@@ -32,6 +32,7 @@ from ldpgraph.protocols.central.dpar import (
     CLIP_EM,
     CLIP_GM,
     COLUMN_MODE,
+    COLUMN_ROWS_CAP,
     COLUMN_TAU,
     DELTA,
     DELTA_PR_SHARE,
@@ -50,6 +51,7 @@ from ldpgraph.protocols.central.dpar import (
     SGD_CLIP,
     SGD_EPOCHS,
     SGD_LR,
+    SGD_SENSITIVITY,
     TOP_K,
 )
 from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
@@ -170,6 +172,8 @@ class RunConfig:
     mlp_dropout: float = _param(MLP_DROPOUT.default)
     inference_steps: int = _param(INFERENCE_STEPS.default)
     accountant: str = _param(ACCOUNTANT_PARAM.default)
+    sgd_sensitivity: str = _param(SGD_SENSITIVITY.default)
+    column_rows_cap: int = _param(COLUMN_ROWS_CAP.default)
     features_inference: str = _param(FEATURES_INFERENCE.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")

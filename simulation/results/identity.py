@@ -44,6 +44,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "metrics": "accuracy",
     "graph_exact_limit": 5000,
     "graph_sample_sources": 500,
+    "sgd_sensitivity": "faithful",
+    "column_rows_cap": 4,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing

@@ -210,3 +210,179 @@ def test_padded_rows_hold_each_rows_entries_in_order():
         a, b = pi.indptr[r], pi.indptr[r + 1]
         assert (idx[r, : b - a] == pi.indices[a:b]).all() and (w[r, : b - a] == pi.data[a:b]).all()
         assert not w[r, b - a :].any() and not idx[r, b - a :].any()
+
+
+# --- DP-SGD sensitivity: faithful (the paper's) and strict (spec A9) -----------------------
+
+#: Releases of the code before ``sgd_sensitivity`` existed (seed 5, the FAST settings on the
+#: SMALL graph): the fingerprint of the predictions and the noise multiplier. A faithful run
+#: must still give exactly these.
+FAITHFUL_GOLDEN = {
+    "dpar-gm": ("e7d6e06bf87594a18101bd87650791e7e96cc443fd496eac1e9af8074cbbc587",
+                1.1064531802298478),
+    "dpar-em1": ("d6f5ffe2ef5a2b7fb6e7d535974f3155685a7cfeea3c9c0d3ad26f46ac6d3463",
+                 1.158122733803097),
+    "dpar-features": ("a6681cc09eacfec6eb50f1e8e6990f20a6fb111b0184499285288294b10828a0",
+                      0.6581122250924429),
+}  # fmt: skip
+
+
+def _brute_cap(pi, own, d_max):
+    """The column cap one column at a time: the own entry, then the d_max − 1 largest |value|
+    of the others (ties: the lower row)."""
+    dense = pi.toarray()
+    out = np.zeros_like(dense)
+    for j in range(dense.shape[1]):
+        if own[j] >= 0:
+            out[own[j], j] = dense[own[j], j]
+        others = [i for i in np.flatnonzero(dense[:, j]) if i != own[j]]
+        others.sort(key=lambda i: (-abs(dense[i, j]), i))
+        for i in others[: d_max - 1]:
+            out[i, j] = dense[i, j]
+    return out
+
+
+def test_column_cap_keeps_the_own_row_and_the_largest_entries():
+    import scipy.sparse as sp
+
+    from ldpgraph.protocols.central.dpar import _own_rows, cap_column_rows, column_rows
+
+    # Column 0: own entry the smallest, four others (one negative and large); column 1: a
+    # node whose own row does not select itself (Π_11 = 0) still counts its row.
+    dense = np.zeros((6, 6))
+    dense[:, 0] = [0.01, 0.5, -0.9, 0.2, 0.3, 0.0]
+    dense[[0, 2, 3], 1] = [0.4, 0.1, 0.3]
+    for j in range(2, 6):
+        dense[j, j] = 1.0
+    pi = sp.csr_matrix(dense)
+    own = np.arange(6)
+    assert column_rows(pi, own)[:2].tolist() == [5, 4]
+    capped = cap_column_rows(pi, own, 3).toarray()
+    np.testing.assert_array_equal(capped[:, 0], [0.01, 0.5, -0.9, 0, 0, 0])
+    np.testing.assert_array_equal(capped[:, 1], [0.4, 0, 0, 0.3, 0, 0])
+    np.testing.assert_array_equal(capped[:, 2:], dense[:, 2:])
+    assert column_rows(sp.csr_matrix(capped), own).max() == 3
+    only_own = cap_column_rows(pi, own, 1).toarray()
+    np.testing.assert_array_equal(only_own, np.diag(np.diag(dense)))
+    # exclude: row r is seeds[r]; a node without a row keeps d_max − 1 entries too.
+    seeds = np.array([1, 4])
+    own_x = _own_rows(seeds, 5, "exclude")
+    assert own_x.tolist() == [-1, 0, -1, -1, 1]
+    rng = np.random.default_rng(0)
+    for mode, n_rows in (("identity", 40), ("exclude", 12)):
+        seeds = np.sort(rng.choice(40, size=12, replace=False))
+        own = _own_rows(seeds, 40, mode)
+        pi = sp.random(n_rows, 40, density=0.2, random_state=1, format="csr")
+        pi.data = np.round(pi.data - 0.5, 1)  # negatives and ties, some explicit zeros
+        if mode == "identity":
+            pi = (pi + sp.identity(40) * 0.05).tocsr()
+        for d_max in (1, 2, 4):
+            capped = cap_column_rows(pi, own, d_max)
+            np.testing.assert_array_equal(capped.toarray(), _brute_cap(pi, own, d_max))
+            assert column_rows(capped, own).max() <= d_max
+
+
+def test_strict_rate():
+    from ldpgraph.protocols.central.dpar import strict_rate
+
+    assert strict_rate(0.1, 1) == 0.1  # exactly q: strict = faithful when D = 1
+    assert strict_rate(0.278, 4) == pytest.approx(1 - (1 - 0.278) ** 4, rel=1e-12)
+    assert strict_rate(1.0, 3) == 1.0
+
+
+def test_faithful_release_is_unchanged(small):
+    """Same seed, same predictions and noise as before the strict mode existed."""
+    graph, split = small
+    for name, (fingerprint, multiplier) in FAITHFUL_GOLDEN.items():
+        rel = _release(name, graph, split, seed=5)
+        assert rel.stats["noise_multiplier"] == pytest.approx(multiplier, rel=1e-12), name
+        assert rel.fingerprint() == fingerprint, name
+        explicit = _release(name, graph, split, seed=5, sgd_sensitivity="faithful")
+        assert explicit.fingerprint() == fingerprint, name
+
+
+def test_strict_calibration_is_reproduced_by_the_accountant(small):
+    """The strict noise multiplier z spends exactly the ε_sgd target at the rate
+    1 − (1 − q)^D, by an independent dp-accounting call; the noise std is z·(2D − 1)·C."""
+    from dp_accounting import dp_event, rdp
+
+    graph, split = small
+    rel = _release("dpar-gm", graph, split, seed=5, sgd_sensitivity="strict", column_rows_cap=2)
+    part = {p["part"]: p for p in rel.privacy.parts}["dp-sgd"]
+    d, q, steps, z = part["D"], part["q"], part["steps"], part["noise_multiplier_effective"]
+    assert d == rel.stats["column_rows"] == 2 and part["D_max"] == 2
+    rate = 1 - (1 - q) ** d
+    acc = rdp.RdpAccountant()  # add/remove is dp-accounting's default relation
+    acc.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(z)), steps)
+    target = part["target_epsilon"]
+    assert acc.get_epsilon(part["delta"]) == pytest.approx(target, rel=1e-3)
+    assert part["epsilon"] == pytest.approx(target, rel=1e-3)
+    assert rel.stats["noise_multiplier"] == pytest.approx(z * (2 * d - 1), rel=1e-12)
+    assert part["epsilon_faithful"] < target  # the paper's accounting of the same noise
+    assert any("strict sensitivity" in n and "convexity" in n for n in rel.privacy.notes)
+
+
+def test_strict_is_standard_dp_sgd_on_features(small):
+    """Features trains on Π = I: D = 1, so strict is faithful's standard DP-SGD, whatever
+    the cap."""
+    graph, split = small
+    fingerprint, multiplier = FAITHFUL_GOLDEN["dpar-features"]
+    for cap in (1, 4):
+        rel = _release("dpar-features", graph, split, seed=5, sgd_sensitivity="strict",
+                       column_rows_cap=cap)  # fmt: skip
+        assert rel.stats["column_rows"] == 1
+        assert rel.stats["noise_multiplier"] == multiplier
+        assert rel.fingerprint() == fingerprint
+
+
+def test_strict_noise_exceeds_faithful_and_caps_the_columns(small):
+    graph, split = small
+    faithful = _release("dpar-gm", graph, split, seed=5)
+    strict = _release("dpar-gm", graph, split, seed=5, sgd_sensitivity="strict", column_rows_cap=2)
+    assert faithful.stats["column_rows"] > 2 and strict.stats["column_rows"] == 2
+    assert strict.stats["pi_nonzeros"] < faithful.stats["pi_nonzeros"]
+    assert strict.stats["noise_multiplier"] > 2 * faithful.stats["noise_multiplier"]
+    # Headline ε: the strict one, calibrated to the same target (so the same figure here).
+    assert strict.privacy.epsilon == pytest.approx(faithful.privacy.epsilon, rel=1e-3)
+    assert "strict DP-SGD sensitivity" in strict.privacy.headline
+
+
+def test_faithful_report_carries_the_strict_figure(small):
+    from ldpgraph.protocols.central.dpar import INDICATIVE
+
+    graph, split = small
+    rel = _release("dpar-gm", graph, split, seed=5)
+    parts = {p["part"]: p for p in rel.privacy.parts}
+    ind, sgd = parts["dp-sgd-strict-indicative"], parts["dp-sgd"]
+    assert ind["indicative"] == INDICATIVE == "indicative: data-dependent D, no cap applied"
+    assert ind["D"] == sgd["D"] == rel.stats["column_rows"] >= 2
+    assert ind["epsilon"] > 5 * sgd["epsilon"] and ind["epsilon_total"] > rel.privacy.epsilon
+    assert INDICATIVE in rel.privacy.headline and rel.privacy.paper_epsilon == pytest.approx(
+        8.0, rel=1e-3
+    )
+    # Features: D = 1, the strict figure is the faithful one.
+    feat = _release("dpar-features", graph, split, seed=5)
+    parts = {p["part"]: p for p in feat.privacy.parts}
+    assert parts["dp-sgd-strict-indicative"]["epsilon"] == parts["dp-sgd"]["epsilon"]
+    assert parts["dp-sgd-strict-indicative"]["epsilon_total"] == feat.privacy.epsilon
+
+
+@pytest.mark.parametrize(
+    "params,needle",
+    [
+        ({"sgd_sensitivity": "loose"}, "unknown sgd_sensitivity"),
+        ({"column_rows_cap": 0}, "column_rows_cap must be in >= 1"),
+        ({"column_rows_cap": 1.5}, "column_rows_cap must be of type int"),
+    ],
+)
+def test_bad_sensitivity_parameters_are_one_line_errors(params, needle):
+    with pytest.raises(ProtocolParameterError) as exc:
+        make_protocol("dpar-gm", **params)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_strict_runs_from_the_run_configuration():
+    record = run(_config("dpar-em0", sgd_sensitivity="strict", column_rows_cap=2))
+    assert record["config"]["sgd_sensitivity"] == "strict"
+    sgd = {p["part"]: p for p in record["privacy"]["parts"]}["dp-sgd"]
+    assert sgd["sensitivity"] == "strict" and sgd["D_max"] == 2 and sgd["D"] <= 2

@@ -113,3 +113,15 @@ def test_only_the_chosen_protocols_parameters_make_the_identity():
     plug_in = {**hogs, "protocol": "not-registered-here"}
     assert identity.other_protocols_keys(plug_in) == set()
     assert run_key({**plug_in, "degree_share": 0.3}) != run_key(plug_in)
+
+
+def test_dpar_sensitivity_keys_keep_stored_dpar_runs():
+    """sgd_sensitivity and column_rows_cap came after DPAR runs were stored: a DPAR run at
+    their defaults keeps the key it had before them (golden value from the code before the
+    keys); strict, or another cap, is another run."""
+    golden = "b04d490e237585f0485708c5399385ca8f91f5d00cd50d79133e87851e756509"
+    dpar = cfg(protocol="dpar-gm", trust_curator=True)
+    stored = {k: v for k, v in dpar.items() if k not in ("sgd_sensitivity", "column_rows_cap")}
+    assert run_key(dpar) == run_key(stored) == golden
+    assert run_key({**dpar, "sgd_sensitivity": "strict"}) != run_key(dpar)
+    assert run_key({**dpar, "column_rows_cap": 2}) != run_key(dpar)
