@@ -217,9 +217,10 @@ def test_growing_the_grid_sets_aside_finals_of_the_old_winner(tmp_path: Path) ->
 
     one = TINY.replace('protocols = ["hogs", "rr"]', 'protocols = ["rr"]').split("[grid.paper]")[0]
     db = str(tmp_path / "g.db")
-    first = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9]"))
+    # Two points (a single point would not be searched at all).
+    first = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9, 2e-9]"))
     sw.run_sweep(first, "small", store_path=db, workers=0)
-    bigger = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9, 0.05]"))
+    bigger = _parse(one.replace("lr = [0.01, 0.05]", "lr = [1e-9, 2e-9, 0.05]"))
     grown = sw.run_sweep(bigger, "small", store_path=db, workers=0)
     assert grown.phases["search"].trained == 2  # only the new point's runs
     assert [r["best"]["lr"] for r in grown.summary] == [0.05]
