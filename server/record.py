@@ -143,7 +143,11 @@ def summary(record: dict[str, Any]) -> str:
     c, pr, g = record["config"], record["privacy"], record["graph"]
     kind = record.get("release_kind", "graph")
     # A model release is scored as released: no GNN of the configuration is trained on it.
-    trained = f" with {c['model']}" if kind == "graph" else f" ({kind} release)"
+    trains = "accuracy" in str(c.get("metrics", "accuracy")).split(",")
+    if kind != "graph":
+        trained = f" ({kind} release)"
+    else:
+        trained = f" with {c['model']}" if trains else " (graph release)"
     lines = [
         f"ldpgraph run: {c['protocol']} on {c['dataset']}{trained} "
         f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",

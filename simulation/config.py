@@ -34,7 +34,6 @@ from ldpgraph.protocols.central.dpar import (
     COLUMN_MODE,
     COLUMN_ROWS_CAP,
     COLUMN_TAU,
-    DELTA,
     DELTA_PR_SHARE,
     EM1_VALUE_SHARE,
     FEATURES_INFERENCE,
@@ -54,6 +53,25 @@ from ldpgraph.protocols.central.dpar import (
     SGD_SENSITIVITY,
     TOP_K,
 )
+from ldpgraph.protocols.central.privdpr import (
+    DAMPING,
+    DPR_DIAGNOSTICS,
+    DPR_DIM,
+    DPR_EPOCHS,
+    DPR_FEATURES,
+    DPR_HIDDEN,
+    DPR_LR,
+    DPR_NODE_BATCH,
+    DPR_WALK_LENGTH,
+    DPR_WALKS,
+    EDGE_BUDGET_DIVISOR,
+    FIRST_STAGE,
+    NOISE_CALIBRATION,
+    PRESET_SENSITIVITY,
+    STRICT_SENSITIVITY,
+    SYMMETRIZE,
+    WN_SCALE,
+)
 from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
 from ldpgraph.protocols.ldp.hogs import TAU
 from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
@@ -70,6 +88,9 @@ from ldpgraph.server.evaluation.graph import DEFAULT_SAMPLE_SOURCES as GRAPH_SAM
 from .splits import SPLIT_MODES
 
 BACKENDS = ("local", "flower", "deploy")
+#: ``--metrics none``: release only, measure nothing (e.g. a structure-only dataset, which
+#: ``accuracy`` cannot score).
+NO_METRICS = "none"
 #: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
 AUTO_SUPERNODES = 256
 #: Sanity bounds on the model and its training (far above anything useful on these graphs).
@@ -148,7 +169,8 @@ class RunConfig:
     phase_share: float = _param(PHASE_SHARE.default)
     generator: str = _param(GENERATOR.default)
     # DPAR (central DP, protocols/central/dpar.py)
-    delta: float = _param(DELTA.default)
+    # 0: the chosen protocol's own default δ (DPAR 2e-3, PrivDPR 1e-5), resolved in validate.
+    delta: float = _param(0.0)
     pr_share: float = _param(PR_SHARE.default)
     delta_pr_share: float = _param(DELTA_PR_SHARE.default)
     em1_value_share: float = _param(EM1_VALUE_SHARE.default)
@@ -175,6 +197,24 @@ class RunConfig:
     sgd_sensitivity: str = _param(SGD_SENSITIVITY.default)
     column_rows_cap: int = _param(COLUMN_ROWS_CAP.default)
     features_inference: str = _param(FEATURES_INFERENCE.default)
+    # PrivDPR (central DP, protocols/central/privdpr.py; also delta and accountant above)
+    noise_calibration: str = _param(NOISE_CALIBRATION.default)
+    strict_sensitivity: bool = _param(STRICT_SENSITIVITY.default)
+    dpr_epochs: int = _param(DPR_EPOCHS.default)
+    dpr_node_batch: int = _param(DPR_NODE_BATCH.default)
+    dpr_walks: int = _param(DPR_WALKS.default)
+    dpr_walk_length: int = _param(DPR_WALK_LENGTH.default)
+    dpr_dim: int = _param(DPR_DIM.default)
+    dpr_hidden: int = _param(DPR_HIDDEN.default)
+    wn_scale: float = _param(WN_SCALE.default)
+    preset_sensitivity: float = _param(PRESET_SENSITIVITY.default)
+    damping: float = _param(DAMPING.default)
+    dpr_lr: float = _param(DPR_LR.default)
+    symmetrize: str = _param(SYMMETRIZE.default)
+    first_stage: str = _param(FIRST_STAGE.default)
+    edge_budget_divisor: float = _param(EDGE_BUDGET_DIVISOR.default)
+    dpr_features: str = _param(DPR_FEATURES.default)
+    dpr_diagnostics: bool = _param(DPR_DIAGNOSTICS.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")
@@ -281,7 +321,10 @@ class RunConfig:
         "machine); the server reads nothing else",
     )
     metrics: str = key(
-        "accuracy", "metrics", "what to measure on the release, comma-separated, or all"
+        "accuracy",
+        "metrics",
+        "what to measure on the release, comma-separated, or all; none: measure nothing (the "
+        "release and its privacy report only)",
     )
     graph_exact_limit: int = key(
         GRAPH_EXACT_LIMIT,
@@ -317,6 +360,9 @@ class RunConfig:
         _finite_positive("lr", self.lr)
         # The chosen protocol's parameters against its declarations, then the budget splits it
         # can serve; the other protocols' keys are not used by this run.
+        declared = {p.name: p for p in protocol_info(self.protocol).params}
+        if "delta" in declared and self.delta == 0.0:
+            self.delta = declared["delta"].default
         params = self.protocol_params()
         try:
             for param in protocol_info(self.protocol).params:
@@ -393,16 +439,25 @@ class RunConfig:
                 raise ConfigError(
                     f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}"
                 )
-        try:
-            self.metrics = ",".join(resolve_metrics(self.metrics))
-        except UnknownMetricError as exc:
-            raise ConfigError(str(exc)) from None
+        if self.metrics.strip() != NO_METRICS:
+            try:
+                self.metrics = ",".join(resolve_metrics(self.metrics))
+            except UnknownMetricError as exc:
+                raise ConfigError(f"{exc} (or {NO_METRICS})") from None
+        else:
+            self.metrics = NO_METRICS
         if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
                 f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
                 "trust the curator: add --trust-curator"
             )
         return self
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The chosen metrics (none for ``--metrics none``)."""
+        if self.metrics.strip() == NO_METRICS:
+            return ()
+        return resolve_metrics(self.metrics)
 
     def resolved_nodes_per_client(self, num_nodes: int) -> int:
         """k given, or automatic: at most AUTO_SUPERNODES SuperNodes."""

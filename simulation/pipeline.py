@@ -80,14 +80,28 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
         split = _split(graph, config)
     seconds = time.perf_counter() - t0
     check_split(split, graph.num_nodes, config)
+    check_labels(graph, config)
     if config.curator:
+        return Prepared(config, graph, split, seconds)
+    if not _metrics(config):
         return Prepared(config, graph, split, seconds)
     held = evaluation.prepare(_metrics(config), graph, config.seed)
     return Prepared(config, held.graph, split, seconds, graph, held.held_out)
 
 
 def _metrics(config: RunConfig) -> tuple[str, ...]:
-    return evaluation.resolve_metrics(config.metrics)
+    return config.metric_names()
+
+
+def check_labels(graph: Any, config: RunConfig) -> None:
+    """Refuse, before collecting anything, ``accuracy`` on a graph without labels (a
+    structure-only dataset such as privdpr-cora): there is nothing to score it against."""
+    if "accuracy" in _metrics(config) and getattr(graph, "num_classes", 1) == 0:
+        raise ValueError(
+            f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
+            "accuracy metric cannot score it; choose other --metrics (none: the release and "
+            "its privacy report only)"
+        )
 
 
 def _no_hiding_in_deployment(config: RunConfig) -> None:
@@ -243,7 +257,8 @@ def evaluate(
         progress=progress,
         config=config.to_dict(),
     )
-    sections = evaluation.evaluate(_metrics(config), ctx, held_out)
+    names = _metrics(config)
+    sections = evaluation.evaluate(names, ctx, held_out) if names else {}
     return sections, time.perf_counter() - t0
 
 
@@ -304,11 +319,14 @@ def run(
     if bar:
         bar.close()
 
-    if released.kind == "graph":
+    if not _metrics(config):
+        say(f"released a {released.kind}; no metrics (--metrics none)")
+    elif released.kind == "graph" and "accuracy" in _metrics(config):
         say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
     else:  # a model is scored as released; a set of graphs is evaluated by its metrics
         say(f"evaluating the released {released.kind}")
-    ebar = _bar(config.epochs, "epochs", show_progress and released.kind == "graph")
+    trains = released.kind == "graph" and "accuracy" in _metrics(config)
+    ebar = _bar(config.epochs, "epochs", show_progress and trains)
     result = train_release(
         config,
         prepared.original,

@@ -84,7 +84,8 @@ DP_EPSILON = EPSILON.but(
 )
 DELTA = Param(
     "delta", float, 2e-3,
-    "node-level δ in the paper's convention q′·(δ_pr + δ_sgd) (Table 1: Cora-ML 2e-3)",
+    "node-level δ in the paper's convention q′·(δ_pr + δ_sgd); 0 or unset: 2e-3 (Table 1's "
+    "Cora-ML value)",
     low=0.0, high=1.0, low_open=True, high_open=True,
 )  # fmt: skip
 PR_SHARE = Param(

@@ -3,7 +3,7 @@
 One module per job (:mod:`.registry` names the datasets, :mod:`.locations` finds their raw
 files, :mod:`.download` fetches them, :mod:`.build` turns them into a cached ``Graph``,
 :mod:`.load` is the public entry) and one per family of datasets (:mod:`.planetoid`,
-:mod:`.facebook`, :mod:`.gnn_benchmark`, :mod:`.lastfm`, :mod:`.synthetic`).
+:mod:`.facebook`, :mod:`.gnn_benchmark`, :mod:`.lastfm`, :mod:`.privdpr`, :mod:`.synthetic`).
 
 Where the raw files come from
     ``data_root`` (``--data-root``), else the ``LDPGRAPH_DATA`` environment variable, else none
@@ -23,7 +23,8 @@ Where the output goes
 
 What every graph looks like
     A :class:`~ldpgraph.protocols.graph.Graph`: undirected, no self-loops, no duplicate edges
-    (``canonical_edges``), ``x`` uint8 when every feature is 0/1 (else float32), ``y`` int64. The
+    (``canonical_edges``), ``x`` uint8 when every feature is 0/1 (else float32), ``y`` int64
+    (structure-only graphs, :mod:`.privdpr`: N×0 features and every label −1). The
     gnn-benchmark npz datasets (CitationFull, Coauthor, Amazon) are read as PyG's ``read_npz``
     reads them: features set to 1 where the stored value is positive (Coauthor stores counts,
     CitationFull TF-IDF weights), self-loops dropped, edges made undirected.

@@ -38,7 +38,9 @@ OLD_PROTOCOLS = {
     "blink-hybrid", "fp-blink", "blink-fr", "ldpgen", "fp-ldpgen", "hogs-kprop", "solitude",
 }  # fmt: skip
 #: The central-DP strategies registered since (protocols/central/).
-CENTRAL_PROTOCOLS = {"dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features"}
+CENTRAL_PROTOCOLS = {
+    "dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features", "privdpr", "dpr-nodp",
+}  # fmt: skip
 OLD_PUBLIC_FEATURES = {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
 OLD_SERVER_KEYS = {"tau", "steps"}
 OLD_LABELS = {
@@ -134,12 +136,22 @@ def test_run_config_has_one_field_per_parameter_at_its_declared_default():
     keys = {f.name for f in fields(RunConfig)}
     library_only = set()
     for name, (param, _users) in registry.parameters().items():
-        if name in keys:
+        if name == "delta":  # per protocol: 0 in the configuration stands for its own default
+            assert defaults.delta == 0.0
+        elif name in keys:
             assert getattr(defaults, name) == param.default, name
         else:
             library_only.add(name)
     assert library_only == {"variant", "kprop_norm", "kprop_isolated"}
     assert defaults.feature_share == FEATURE_SHARE.default == 0.1
+
+
+def test_delta_defaults_to_the_chosen_protocols_own_value():
+    """DPAR's paper uses δ = 2e-3 on Cora-ML, PrivDPR's 1e-5: one shared key, each protocol's
+    own default when the user gives none; an explicit δ is kept."""
+    assert RunConfig(protocol="dpar-gm", trust_curator=True).validate().delta == 2e-3
+    assert RunConfig(protocol="privdpr", trust_curator=True).validate().delta == 1e-5
+    assert RunConfig(protocol="privdpr", trust_curator=True, delta=1e-6).validate().delta == 1e-6
 
 
 def test_run_config_passes_and_checks_only_the_chosen_protocols_parameters():
