@@ -70,6 +70,15 @@ def canonical_config(config: Any) -> dict[str, Any]:
         config = config.to_dict()
     out = {**RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
     out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
+    if out.get("delta") == 0.0:  # 0 stands for the protocol's own δ (RunConfig.validate)
+        from ldpgraph.protocols import registry
+
+        try:
+            declared = {p.name: p for p in registry.protocol_info(str(out["protocol"])).params}
+        except registry.UnknownProtocolError:
+            declared = {}
+        if "delta" in declared:
+            out["delta"] = declared["delta"].default
     return out
 
 

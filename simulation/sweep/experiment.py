@@ -30,6 +30,8 @@ configuration schema), written with hyphens or underscores::
     models = ["gcn"]                      # optional: this entry's models
     epsilons = [8]                        # optional: this entry's ε values (one for a
                                           # protocol that spends none)
+    datasets = ["cora"]                   # optional: this entry's data sets (each listed
+                                          # in datasets)
 
     [grid.paper]                          # a search space, chosen with --grid paper
     dropout = [0.1, 0.01, 0.001, 0.0]     # grid keys: RunConfig keys, each a non-empty list
@@ -91,6 +93,7 @@ class Entry:
     fixed: dict[str, Any] = field(default_factory=dict)
     models: tuple[str, ...] | None = None
     epsilons: tuple[float, ...] | None = None
+    datasets: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class Experiment:
         out = []
         for ds in self.datasets:
             for entry in self.entries:
+                if entry.datasets is not None and ds not in entry.datasets:
+                    continue
                 for model in entry.models or self.models:
                     for eps in entry.epsilons or self.epsilons:
                         out.append(Cell(ds, entry, model, eps))
@@ -333,7 +338,12 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
         where = f"variants.{label}"
         if not isinstance(v, dict) or not isinstance(v.get("protocol"), str):
             raise _fail(path, where, "must be a table with protocol = NAME")
-        vf, vmodels, veps = {}, None, None
+        vf, vmodels, veps, vdata = {}, None, None, None
+        if "datasets" in v:
+            vdata = tuple(_list(path, f"{where}.datasets", v["datasets"], str))
+            missing = [d for d in vdata if d not in datasets]
+            if missing:
+                raise _fail(path, f"{where}.datasets", f"{missing[0]!r} is not listed in datasets")
         if "epsilons" in v:
             veps = tuple(
                 float(e) for e in _list(path, f"{where}.epsilons", v["epsilons"], (int, float))
@@ -345,12 +355,13 @@ def parse_experiment(data: dict[str, Any], path: str = "<experiment>") -> Experi
             bad = [m for m in vmodels if m not in MODELS]
             if bad:
                 raise _fail(path, f"{where}.models", f"unknown model {bad[0]!r}")
-        keys = {k: val for k, val in v.items() if k not in ("protocol", "models", "epsilons")}
+        own = ("protocol", "models", "epsilons", "datasets")
+        keys = {k: val for k, val in v.items() if k not in own}
         for k, val in _flat(path, where, keys).items():
             if _key(k) in CELL_KEYS:
                 raise _fail(path, f"{where}.{k}", "is set by the sweep itself")
             vf[_key(k)] = _check_value(path, f"{where}.{k}", k, val)
-        entries.append(Entry(label, v["protocol"], vf, vmodels, veps))
+        entries.append(Entry(label, v["protocol"], vf, vmodels, veps, vdata))
     extra = set(variants) - {e.label for e in entries}
     if extra:
         raise _fail(path, f"variants.{sorted(extra)[0]}", "is not listed in protocols")
@@ -419,7 +430,10 @@ def _check_cells(exp: Experiment) -> None:
 
     names = protocol_names()
     for grid, entry, ds in itertools.product(exp.grids.values(), exp.entries, exp.datasets):
-        if ds != exp.datasets[0] and ds not in exp.per_dataset:
+        if entry.datasets is not None and ds not in entry.datasets:
+            continue
+        first = (entry.datasets or exp.datasets)[0]
+        if ds != first and ds not in exp.per_dataset:
             continue  # the same keys as the first data set's
         cell = Cell(ds, entry, (entry.models or exp.models)[0], exp.epsilons[0])
         base = exp.base_config(cell)

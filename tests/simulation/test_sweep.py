@@ -454,6 +454,13 @@ def test_per_dataset_keys_and_entry_epsilons_shape_the_cells():
         _parse(TINY.replace("[grid.small]", "[per_dataset.cora]\nepochs = 3\n\n[grid.small]"))
     with pytest.raises(ExperimentError, match="variants.rr.epsilons"):
         _parse(text.replace("epsilons = [6]", "epsilons = [-1]"))
+    # an entry's own data sets: rr on the second only; one not listed is an error
+    only = _parse(text.replace("epsilons = [6]", 'epsilons = [6]\ndatasets = ["synthetic:n=90"]'))
+    assert sorted((c.dataset, c.entry.label) for c in only.cells() if c.epsilon == 6.0) == sorted(
+        [(SYN, "hogs"), ("synthetic:n=90", "hogs"), ("synthetic:n=90", "rr")]
+    )
+    with pytest.raises(ExperimentError, match="variants.rr.datasets: 'cora' is not listed"):
+        _parse(text.replace("epsilons = [6]", 'epsilons = [6]\ndatasets = ["cora"]'))
 
 
 def test_a_single_configuration_is_not_searched(tmp_path: Path) -> None:
