@@ -505,6 +505,16 @@ def write_report(
     dpar_written, dpar_index = write_dpar_report(all_rows, out_dir)
     written += dpar_written
     index += dpar_index
+    from .privdpr_table import write_privdpr_report
+
+    privdpr_written, privdpr_index = write_privdpr_report(all_rows, out_dir)
+    written += privdpr_written
+    index += privdpr_index
+    from .compare_table import write_comparison_report
+
+    compare_written, compare_index = write_comparison_report(all_rows, out_dir)
+    written += compare_written
+    index += compare_index
     for dataset in datasets:
         for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):
             eps_values = sorted({k[3] for k in agg if k[0] == dataset and k[2] == model})

@@ -42,6 +42,18 @@ def test_auc_hand_values_with_ties():
     assert roc_auc(np.array([0, 0, 1, 1, 1]), np.array([1, 2, 2, 3, 1])) == pytest.approx(4 / 6)
 
 
+def test_auc_equals_scikit_learns_roc_auc_score_on_fixed_scores():
+    """The AUC of lp and of every attack is scikit-learn's, ties and all."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        labels = rng.integers(0, 2, size=200)
+        labels[:2] = (0, 1)
+        scores = rng.normal(size=200) if trial % 2 else rng.integers(0, 5, size=200) * 0.5
+        assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+
+
 def test_auc_matches_the_pairwise_definition_on_heavy_ties():
     rng = np.random.default_rng(0)
     for _ in range(20):
