@@ -430,6 +430,22 @@ def test_learned_v_does_not_depend_on_the_graph(small):
     assert nodp["v_moved"] < 1e-6 and nodp["v_graph_effect"] < 1e-6
 
 
+def test_one_seed_gives_one_graph_whatever_s_d_and_epsilon(small):
+    """Why Tables 2-3 cannot show an effect of s or d, nor Figs. 2-5 one of ε: V's update is
+    Adam on noise (Adam is invariant to the noise's scale), the paper's σ does not depend on s
+    or d, and W never reaches V. For one seed the synthetic graph is the same edge set at every
+    s, d and ε (V itself at s and d too, bit for bit); another seed gives another graph."""
+    graph, split = small
+    base = _release("privdpr", graph, split, seed=5, epsilon=3.2)
+    for params in ({"wn_scale": 2.0}, {"dpr_hidden": 32}, {"wn_scale": 4.0, "dpr_hidden": 16}):
+        other = _release("privdpr", graph, split, seed=5, epsilon=3.2, **params)
+        assert other.fingerprint() == base.fingerprint(), params
+    for eps in (0.1, 1.0):
+        other = _release("privdpr", graph, split, seed=5, epsilon=eps)
+        np.testing.assert_array_equal(other.edges, base.edges)
+    assert not np.array_equal(_release("privdpr", graph, split, seed=6).edges, base.edges)
+
+
 def test_the_control_sees_a_graph_when_there_is_one(small):
     """The same diagnostic on a model whose gradient is not swamped (one weight matrix, no
     noise, a large learning rate: not PrivDPR's calibration) reports a graph effect: the
