@@ -99,8 +99,8 @@ def check_labels(graph: Any, config: RunConfig) -> None:
     if "accuracy" in _metrics(config) and getattr(graph, "num_classes", 1) == 0:
         raise ValueError(
             f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
-            "accuracy metric cannot score it; choose other --metrics (none: the release and "
-            "its privacy report only)"
+            "accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
+            "graph,lp,attack (none: the release and its privacy report only)"
         )
 
 

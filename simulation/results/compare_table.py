@@ -3,8 +3,8 @@ metric families (accuracy, graph statistics, link prediction, link-inference att
 formal ε each run's privacy report states beside the ε it was asked for.
 
 Written for every data set whose final runs hold at least two methods with a graph-family
-metric (``graph``, ``lp`` or ``attack``); a cell a method's release cannot serve (a model
-release has no graph) shows "–".
+metric (``graph``, ``lp`` or ``attack``), local and central DP among them; a cell a method's
+release cannot serve (a model release has no graph) shows "–".
 """
 
 from __future__ import annotations
@@ -77,7 +77,11 @@ def comparison_cells(rows: Iterable[dict[str, Any]]) -> dict[str, dict[tuple, di
             cells[r["dataset"]][(_method(r), float(r["epsilon"]), r["protocol"])][column].append(
                 value
             )
-    return {ds: dict(c) for ds, c in cells.items() if len(families[ds]) >= 2}
+    return {
+        ds: dict(c)
+        for ds, c in cells.items()
+        if len(families[ds]) >= 2 and {"ldp", "central"} <= {_privacy_kind(k[2]) for k in c}
+    }
 
 
 def _fmt(values: list[float] | None, digits: int) -> str:

@@ -306,7 +306,8 @@ def diagnostics_markdown(rows: Iterable[dict[str, Any]]) -> str:
         diag = (r.get("release") or {}).get("diagnostics")
         if diag:
             eps = 0.0 if r["protocol"] == "dpr-nodp" else float(r["epsilon"])
-            groups[(r["dataset"], r["protocol"], eps)].append(
+            method = (r.get("extra") or {}).get("entry") or r["protocol"]
+            groups[(r["dataset"], method, eps)].append(
                 {**diag, "sound": (r.get("privacy") or {}).get("epsilon")}
             )
     if not groups:
@@ -325,10 +326,12 @@ def diagnostics_markdown(rows: Iterable[dict[str, Any]]) -> str:
     ]
     for (ds, proto, eps), items in sorted(groups.items()):
         sound = [float(d["sound"]) for d in items if isinstance(d.get("sound"), int | float)]
-        shown = "∞" if proto == "dpr-nodp" else (f"{statistics.fmean(sound):.3g}" if sound else "–")
+        shown = f"{statistics.fmean(sound):.3g}" if sound else "–"
+        if proto.startswith("dpr-nodp"):
+            shown = "∞"
         lines.append(
             f"| {DATASET_LABELS.get(ds, ds)} ({ds}) | {proto} | "
-            f"{'–' if proto == 'dpr-nodp' else f'{eps:g}'} | {shown} | {len(items)} | "
+            f"{'–' if proto.startswith('dpr-nodp') else f'{eps:g}'} | {shown} | {len(items)} | "
             f"{col(items, 'v_graph_effect')} | {col(items, 'signal_to_noise')} | "
             f"{col(items, 'f_spread')} | {col(items, 'edge_score_z')} |"
         )
