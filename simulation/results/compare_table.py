@@ -107,11 +107,17 @@ def _privacy_kind(protocol: str) -> str:
         return "?"
 
 
+def method_label(method: str) -> str:
+    """The protocol's label (the paper's name) for a registered protocol, else the entry's own
+    name (results.report imports this module: no import back)."""
+    from ldpgraph.protocols.registry import protocol_info, protocol_names
+
+    return protocol_info(method).label if method in protocol_names() else method
+
+
 def comparison_markdown(rows: Iterable[dict[str, Any]]) -> str:
     """One table per data set: a row per (method, ε), the four families' headline numbers
     (mean ± sample std over the final runs) and the formal ε the reports state."""
-    from .report import method_label
-
     parts = []
     for ds, cells in sorted(comparison_cells(rows).items()):
         lines = [
@@ -151,8 +157,6 @@ def plot_comparison(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .report import method_label
 
     cells = comparison_cells(rows).get(dataset, {})
     panels = (
