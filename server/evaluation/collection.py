@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpgraph.protocols.graph import canonical_edges, edges_to_csr
+from ldpgraph.protocols.graph import canonical_edges, edges_to_csr, split_by_offsets
 
 from .base import EvaluationContext, Metric, register_metric
 from .graph import graph_statistics
@@ -180,14 +180,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def original_graphs(graph: Any) -> list[tuple[np.ndarray, int]]:
     """The original collection's graphs (local edges, n) from the union's ``graph_ptr``."""
-    from ldpgraph.simulation.datasets.graph_collections import split_collection
-
     if (getattr(graph, "meta", None) or {}).get("graph_ptr") is None:
         raise ValueError(
             "the collection metric compares a generated collection with a collection "
             "dataset (dblp-collection, imdb-collection, …); this original is one graph"
         )
-    return split_collection(graph)
+    return split_by_offsets(graph.edges, graph.meta["graph_ptr"])
 
 
 def original_row(graphs: list[tuple[np.ndarray, int]]) -> dict[str, float]:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.graph import Graph, split_by_offsets
 
 from .build import make_graph
 from .info import DatasetError, DatasetInfo, Stats
@@ -75,20 +75,8 @@ def union(name: str, graphs: list[tuple[np.ndarray, int]], labels: np.ndarray) -
 
 
 def split_collection(graph: Any) -> list[tuple[np.ndarray, int]]:
-    """The graphs of a collection (or of the edges a curator received over its nodes) as
-    (edges [m, 2] in local ids, u < v, n), in order."""
-    ptr = np.asarray(graph.meta["graph_ptr"], dtype=np.int64)
-    edges = np.asarray(graph.edges, dtype=np.int64).reshape(-1, 2)
-    which = np.searchsorted(ptr, edges[:, 0], side="right") - 1
-    if edges.size and (which != np.searchsorted(ptr, edges[:, 1], side="right") - 1).any():
-        raise ValueError("an edge joins two graphs of the collection")
-    order = np.argsort(which, kind="stable")
-    edges, which = edges[order], which[order]
-    bounds = np.searchsorted(which, np.arange(ptr.size))
-    return [
-        (edges[bounds[k] : bounds[k + 1]] - ptr[k], int(ptr[k + 1] - ptr[k]))
-        for k in range(ptr.size - 1)
-    ]
+    """The graphs of a collection as (edges [m, 2] in local ids, u < v, n), in order."""
+    return split_by_offsets(graph.edges, graph.meta["graph_ptr"])
 
 
 def _load_pickle(root: Path, info: DatasetInfo) -> Graph:
