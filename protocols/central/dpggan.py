@@ -88,7 +88,7 @@ DPG_SIGMA = Param(
     "dpg_sigma", float, 5.0, "σ of dpg_calibration steps (paper: 5)", low=0.0, low_open=True
 )
 DPG_STEPS = Param(
-    "dpg_steps", int, 2000,
+    "dpg_steps", int, 1000,
     "T: DP steps per graph (dpg_calibration steps: the cap; the paper trains until ε is spent)",
     low=1,
 )  # fmt: skip

@@ -270,3 +270,35 @@ class CollectionStats(Metric):
         section = compare_collections(originals, generated, motif_limit(ctx.config))
         section["seconds"] = round(time.perf_counter() - t0, 4)
         return {"collection_stats": section}
+
+
+def summary_lines(name: str, section: dict[str, Any]) -> list[str]:
+    """The run summary of a ``collection_stats`` section: Table 1 (the original's mean, the
+    generated collection's mean |Δ| per graph) and Table 2 (cosine similarities)."""
+    t1, t2 = section.get("table1") or {}, section.get("table2") or {}
+
+    def num(v: Any) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
+    took = f"; {section['seconds']:.1f} s" if isinstance(section.get("seconds"), float) else ""
+    head = "".join(f"{k.upper():>10}" for k in t1)
+    lines = [
+        f"  collection    {section.get('graphs')} graphs, Table 1 (mean over graphs){took}",
+        " " * 16 + f"{'':<22}{head}",
+        " " * 16 + f"{'original':<22}" + "".join(f"{num(v['original']):>10}" for v in t1.values()),
+        " " * 16
+        + f"{'generated mean |Δ|':<22}"
+        + "".join(f"{num(v['abs_diff']):>10}" for v in t1.values()),
+    ]
+    undefined = {k: v["undefined"] for k, v in t1.items() if v.get("undefined")}
+    if undefined:
+        lines.append(" " * 16 + "pairs left out (undefined): " + ", ".join(
+            f"{k.upper()} {n}" for k, n in undefined.items()))  # fmt: skip
+    lines.append(
+        " "
+        * 16
+        + f"Table 2 cosine: degree histogram {num(t2.get('degree_cosine'))}   motif counts "
+        f"{num(t2.get('motif_cosine'))} ({t2.get('motif_pairs')} pairs; "
+        f"{t2.get('motif_pairs_skipped')} over the motif limit)"
+    )
+    return lines
