@@ -62,6 +62,7 @@ from ldpgraph.protocols.central.dpggan import (
     DPG_LAMBDA1,
     DPG_LAMBDA2,
     DPG_LR,
+    DPG_POS_WEIGHT,
     DPG_Q,
     DPG_SENSITIVITY_MULTIPLIER,
     DPG_SIGMA,
@@ -243,6 +244,7 @@ class RunConfig:
     dpg_edge_selection: str = _param(DPG_EDGE_SELECTION.default)
     dpg_edge_count_share: float = _param(DPG_EDGE_COUNT_SHARE.default)
     dpg_sensitivity_multiplier: float = _param(DPG_SENSITIVITY_MULTIPLIER.default)
+    dpg_pos_weight: str = _param(DPG_POS_WEIGHT.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")

@@ -123,10 +123,17 @@ DPG_SENSITIVITY_MULTIPLIER = Param(
     "noise std σ·C·multiplier (1: the paper; the spec's conservative knob, §1.4)", low=1.0,
 )  # fmt: skip
 
+DPG_POS_WEIGHT = Param(
+    "dpg_pos_weight", str, "none",
+    "DPGVAE's BCE: none (the paper's plain sum) or batch_balanced (edges weighted #non-edges/"
+    "#edges of the batch, Kipf's GAE; spec §2.4 option)",
+    choices=("none", "batch_balanced"),
+)  # fmt: skip
+
 _PARAMS = (
     DPG_EPSILON, DPG_DELTA, DPG_ACCOUNTANT, DPG_CALIBRATION, DPG_SIGMA, DPG_STEPS, DPG_Q,
     DPG_CLIP, DPG_CLIP_DECAY, DPG_LR, DPG_LAMBDA1, DPG_LAMBDA2, DPG_EDGE_SELECTION,
-    DPG_EDGE_COUNT_SHARE, DPG_SENSITIVITY_MULTIPLIER,
+    DPG_EDGE_COUNT_SHARE, DPG_SENSITIVITY_MULTIPLIER, DPG_POS_WEIGHT,
 )  # fmt: skip
 
 #: Layer sizes [P App. C, R §2.3]: encoder 32 → 16, generator 16 → 16 → 32, discriminator
@@ -519,7 +526,8 @@ def fit_and_generate(
             opt_f.step()
         else:
             _train_step(idx, adj, enc, theta, disc_g, disc_f, gan, lam1, lam2, clip, std,
-                        divisor, g_sample, g_noise, (opt_f, opt_e, opt_d))  # fmt: skip
+                        divisor, g_sample, g_noise, (opt_f, opt_e, opt_d),
+                        p["dpg_pos_weight"] == "batch_balanced")  # fmt: skip
         if (step + 1) % per_epoch == 0:
             clip *= p["dpg_clip_decay"]
     with torch.no_grad():
@@ -539,7 +547,7 @@ def fit_and_generate(
 def _train_step(
     idx: Any, adj: Any, enc: dict, theta: dict, disc_g: dict, disc_f: dict, gan: bool,
     lam1: float, lam2: float, clip: float, std: float, divisor: float, g_sample: Any,
-    g_noise: Any, opts: tuple,
+    g_noise: Any, opts: tuple, balanced: bool = False,
 ) -> None:  # fmt: skip
     """One step of spec §2.9: one forward pass; f by the DP aggregate of the per-node
     gradients, the discriminator and the encoder by their clean gradients, all together."""
@@ -564,6 +572,10 @@ def _train_step(
         p_soft = soft_adjacency(f_rows)
         if not gan:
             bce = fn.binary_cross_entropy(p_soft.clamp(EPS_LOG, 1 - EPS_LOG), a_s, reduction="none")
+            if balanced:  # Kipf's pos_weight on the batch: #non-edges / #edges (data of S)
+                pos = a_s.sum()
+                weight = ((off.sum() - pos) / pos) if pos > 0 else torch.ones((), dtype=a_s.dtype)
+                bce = bce * torch.where(a_s > 0, weight, torch.ones_like(a_s))
             return (bce * off).sum(), torch.zeros((), dtype=a_s.dtype)
         fake_r = _disc_features(_normalised(p_soft), w0_rows, frozen_g)
         rec = (real_r - fake_r).pow(2).sum()

@@ -252,6 +252,24 @@ def test_release_is_one_graph_per_graph_and_seeded(name):
     assert [g.num_edges for g in true.graphs] == counts
 
 
+def test_batch_balanced_bce_changes_the_generator_gradient():
+    n = 8
+    adj = torch.zeros(n, n, dtype=torch.float64)
+    adj[0, 1] = adj[1, 0] = adj[2, 3] = adj[3, 2] = 1.0
+    seen = []
+    for balanced in (False, True):
+        enc, theta, dg_, df_ = (
+            {k: v.double().requires_grad_(True) for k, v in d.items()}
+            for d in dg.init_params(n, torch.Generator().manual_seed(0))
+        )
+        opts = (_Recorder(theta.values()), _Recorder(enc.values()), _Recorder([]))
+        dg._train_step(torch.arange(n), adj, enc, theta, dg_, df_, False, 0.1, 0.1, 1e9, 0.0,
+                       1.0, torch.Generator().manual_seed(5), torch.Generator().manual_seed(6),
+                       opts, balanced)  # fmt: skip
+        seen.append(opts[0].seen)
+    assert any(not torch.allclose(a, b) for a, b in zip(*seen, strict=True))
+
+
 def test_node_level_curator_is_one_line_error():
     from ldpgraph.simulation.datasets import synthetic_graph
 
