@@ -164,6 +164,7 @@ def test_paper_rule_steps_at_sigma_5():
     paper_t = (1.0 * 5 / (2 * 0.01)) ** 2 / math.log(1e5)
     assert round(paper_t) == 5429
     assert plan.steps > paper_t and plan.epsilon_train <= 1.0
+    assert plan.steps == 14874  # the spec's RDP figure (§3.5 [V])
     assert sgd_epsilon(5.0, 0.01, plan.steps + 1, 1e-5) > 1.0
 
 
