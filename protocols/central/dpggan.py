@@ -200,7 +200,9 @@ class DpgGan(CentralStrategy):
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> DpgGan:
-        return cls(name == "dpggan", **params)
+        strategy = cls(name == "dpggan", **params)
+        strategy.plan()  # an unreachable ε is refused when the run is configured, not later
+        return strategy
 
     # --- privacy ------------------------------------------------------------------------
 

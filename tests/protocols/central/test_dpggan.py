@@ -169,13 +169,19 @@ def test_paper_rule_steps_at_sigma_5():
 
 
 def test_unreachable_epsilon_is_one_line_error():
-    s = make_protocol("dpggan", epsilon=1e-4, dpg_q=1.0, dpg_steps=2000)
     with pytest.raises(ProtocolParameterError, match="unreachable") as err:
-        s.plan()
+        make_protocol("dpggan", epsilon=1e-4, dpg_q=1.0, dpg_steps=2000)
     assert "\n" not in str(err.value)
-    s = make_protocol("dpggan", epsilon=0.1, dpg_calibration="steps", dpg_sigma=0.5, dpg_q=1.0)
     with pytest.raises(ProtocolParameterError, match="unreachable") as err:
-        s.plan()
+        make_protocol("dpggan", epsilon=0.1, dpg_calibration="steps", dpg_sigma=0.5, dpg_q=1.0)
+    assert "\n" not in str(err.value)
+    # refused when the run is configured, before anything is collected
+    from ldpgraph.simulation.config import ConfigError
+
+    config = RunConfig(protocol="dpgvae", dataset="dblp-collection", trust_curator=True,
+                       epsilon=1e-4, dpg_q=1.0)  # fmt: skip
+    with pytest.raises(ConfigError, match="unreachable") as err:
+        config.validate()
     assert "\n" not in str(err.value)
 
 
