@@ -74,9 +74,8 @@ class Collector(Protocol):
     """Sends a round's ``message`` to every node and returns their replies (``length``: of the
     feature part of each report, None when the round asks for none)."""
 
-    def collect(
-        self, protocol: LdpProtocol, message: RoundMessage, length: int | None
-    ) -> Replies: ...
+    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
+        ...
 
 
 @dataclass
