@@ -67,6 +67,9 @@ class CuratorView:
     train_nodes: np.ndarray | None = None
     val_nodes: np.ndarray | None = None
     device: str = "cpu"
+    #: A collection dataset's public graph offsets (graph k is nodes ``ptr[k]:ptr[k+1]`` of
+    #: the union; None for a single graph): what a ``graphs`` release splits the upload by.
+    graph_ptr: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.labels is None:

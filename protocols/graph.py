@@ -92,3 +92,21 @@ def edges_to_csr(edges: np.ndarray, num_nodes: int) -> sp.csr_matrix:
     adj = sp.csr_matrix((data, (rows, cols)), shape=(num_nodes, num_nodes))
     adj.sort_indices()
     return adj
+
+
+def split_by_offsets(edges: np.ndarray, ptr: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """A disjoint union (a collection dataset: graph k is nodes ``ptr[k]:ptr[k+1]``) split
+    back into its graphs: (edges [m, 2] in local ids, in the union's order, n) per graph. An
+    edge between two graphs is an error."""
+    ptr = np.asarray(ptr, dtype=np.int64)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    which = np.searchsorted(ptr, edges[:, 0], side="right") - 1
+    if edges.size and (which != np.searchsorted(ptr, edges[:, 1], side="right") - 1).any():
+        raise ValueError("an edge joins two graphs of the collection")
+    order = np.argsort(which, kind="stable")
+    edges, which = edges[order], which[order]
+    bounds = np.searchsorted(which, np.arange(ptr.size))
+    return [
+        (edges[bounds[k] : bounds[k + 1]] - ptr[k], int(ptr[k + 1] - ptr[k]))
+        for k in range(ptr.size - 1)
+    ]

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 from ldpgraph.protocols.types import Release
 
+from .evaluation.collection import summary_lines as collection_summary_lines
+
 #: The ServerApp logs the record as one line starting with this marker; ``ldpgraph run
 #: --backend deploy`` finds it in the stream of ``flwr run``.
 RESULT_MARKER = "LDPGRAPH-RESULT "
@@ -289,4 +291,7 @@ def _graph_stats_lines(name: str, section: dict[str, Any]) -> list[str]:
 
 
 #: Summary lines of a metric section, by section name; any other section gets one generic line.
-SECTION_LINES = {"graph_stats": _graph_stats_lines}
+SECTION_LINES = {
+    "graph_stats": _graph_stats_lines,
+    "collection_stats": collection_summary_lines,
+}

@@ -53,6 +53,21 @@ from ldpgraph.protocols.central.dpar import (
     SGD_SENSITIVITY,
     TOP_K,
 )
+from ldpgraph.protocols.central.dpggan import (
+    DPG_CALIBRATION,
+    DPG_CLIP,
+    DPG_CLIP_DECAY,
+    DPG_EDGE_COUNT_SHARE,
+    DPG_EDGE_SELECTION,
+    DPG_LAMBDA1,
+    DPG_LAMBDA2,
+    DPG_LR,
+    DPG_POS_WEIGHT,
+    DPG_Q,
+    DPG_SENSITIVITY_MULTIPLIER,
+    DPG_SIGMA,
+    DPG_STEPS,
+)
 from ldpgraph.protocols.central.privdpr import (
     DAMPING,
     DPR_DIAGNOSTICS,
@@ -82,6 +97,7 @@ from ldpgraph.protocols.params import did_you_mean
 from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
+from ldpgraph.server.evaluation.collection import DEFAULT_MOTIF_LIMIT as COLLECTION_MOTIF_LIMIT
 from ldpgraph.server.evaluation.graph import DEFAULT_EXACT_LIMIT as GRAPH_EXACT_LIMIT
 from ldpgraph.server.evaluation.graph import DEFAULT_SAMPLE_SOURCES as GRAPH_SAMPLE_SOURCES
 
@@ -215,6 +231,20 @@ class RunConfig:
     edge_budget_divisor: float = _param(EDGE_BUDGET_DIVISOR.default)
     dpr_features: str = _param(DPR_FEATURES.default)
     dpr_diagnostics: bool = _param(DPR_DIAGNOSTICS.default)
+    # DPGGAN / DPGVAE (central DP, protocols/central/dpggan.py; also delta and accountant)
+    dpg_calibration: str = _param(DPG_CALIBRATION.default)
+    dpg_sigma: float = _param(DPG_SIGMA.default)
+    dpg_steps: int = _param(DPG_STEPS.default)
+    dpg_q: float = _param(DPG_Q.default)
+    dpg_clip: float = _param(DPG_CLIP.default)
+    dpg_clip_decay: float = _param(DPG_CLIP_DECAY.default)
+    dpg_lr: float = _param(DPG_LR.default)
+    dpg_lambda1: float = _param(DPG_LAMBDA1.default)
+    dpg_lambda2: float = _param(DPG_LAMBDA2.default)
+    dpg_edge_selection: str = _param(DPG_EDGE_SELECTION.default)
+    dpg_edge_count_share: float = _param(DPG_EDGE_COUNT_SHARE.default)
+    dpg_sensitivity_multiplier: float = _param(DPG_SENSITIVITY_MULTIPLIER.default)
+    dpg_pos_weight: str = _param(DPG_POS_WEIGHT.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")
@@ -338,6 +368,12 @@ class RunConfig:
         "graph metric: BFS sources of the sampled path statistics above graph-exact-limit "
         "(seeded from the run seed); 0: never sample (a larger graph is an error)",
     )
+    collection_motif_limit: int = key(
+        COLLECTION_MOTIF_LIMIT,
+        "metrics",
+        "collection metric: a graph pair whose motif enumeration would visit more connected "
+        "3-5-node subgraphs than this is left out of the motif similarity (counted)",
+    )
 
     def validate(self) -> RunConfig:
         try:
@@ -434,7 +470,7 @@ class RunConfig:
             )
         if self.curator and self.backend != "deploy":
             raise ConfigError("--curator is for --backend deploy")
-        for name in ("graph_exact_limit", "graph_sample_sources"):
+        for name in ("graph_exact_limit", "graph_sample_sources", "collection_motif_limit"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(
                     f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}"

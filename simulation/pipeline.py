@@ -74,6 +74,7 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
             split = _split(graph, config)
         _no_hiding_in_deployment(config)
     else:
+        check_collection(config)
         if graph is None:
             say(f"loading {config.dataset}")
             graph = load_dataset(config.dataset, config.data_root or None)
@@ -87,6 +88,30 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
         return Prepared(config, graph, split, seconds)
     held = evaluation.prepare(_metrics(config), graph, config.seed)
     return Prepared(config, held.graph, split, seconds, graph, held.held_out)
+
+
+def check_collection(config: RunConfig) -> None:
+    """Refuse, before loading, a collection dataset (a list of graphs) for a protocol that
+    releases one graph or model, and a single-graph dataset for one that releases a generated
+    collection (``graphs``: DPGGAN, DPGVAE)."""
+    from ldpgraph.protocols.registry import protocol_info
+
+    from .datasets.graph_collections import NotACollectionError, is_collection_name
+
+    wants = getattr(protocol_info(config.protocol).resolve(), "kind", "graph") == "graphs"
+    have = is_collection_name(config.dataset)
+    if have and not wants:
+        raise NotACollectionError(
+            f"dataset {config.dataset!r} is a collection of graphs; protocol "
+            f"{config.protocol!r} works on one graph's nodes: give it a node-level dataset, or "
+            "a collection to a graph-generation protocol (dpggan, dpgvae)"
+        )
+    if wants and not have:
+        raise NotACollectionError(
+            f"protocol {config.protocol!r} learns from a collection of graphs; dataset "
+            f"{config.dataset!r} is one graph: use a collection (dblp-collection, "
+            "imdb-collection, dblp-new-collection, imdb-new-collection)"
+        )
 
 
 def _metrics(config: RunConfig) -> tuple[str, ...]:
@@ -162,9 +187,15 @@ def curator_view(
                 "partition with --public-features"
             )
     y = getattr(graph, "y", None)
+    ptr = (getattr(graph, "meta", None) or {}).get("graph_ptr")
     if split is None or y is None:
         return CuratorView(
-            graph.num_nodes, graph.num_features, graph.feature_domain, x, device=device
+            graph.num_nodes,
+            graph.num_features,
+            graph.feature_domain,
+            x,
+            device=device,
+            graph_ptr=ptr,
         )
     return CuratorView(
         graph.num_nodes,
@@ -175,6 +206,7 @@ def curator_view(
         train_nodes=split.train,
         val_nodes=split.val,
         device=device,
+        graph_ptr=ptr,
     )
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import facebook, gnn_benchmark, lastfm, planetoid, privdpr, synthetic
+from . import facebook, gnn_benchmark, graph_collections, lastfm, planetoid, privdpr, synthetic
 from .info import DatasetError, DatasetInfo, coerce_param
 
 DATASETS: dict[str, DatasetInfo] = {
     info.name: info
-    for family in (planetoid, facebook, gnn_benchmark, lastfm, privdpr, synthetic)
+    for family in (
+        planetoid, facebook, gnn_benchmark, lastfm, privdpr, graph_collections, synthetic
+    )
     for info in family.ENTRIES
 }
 

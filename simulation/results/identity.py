@@ -46,6 +46,7 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "graph_sample_sources": 500,
     "sgd_sensitivity": "faithful",
     "column_rows_cap": 4,
+    "collection_motif_limit": 300_000,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing

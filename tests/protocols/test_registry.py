@@ -40,6 +40,7 @@ OLD_PROTOCOLS = {
 #: The central-DP strategies registered since (protocols/central/).
 CENTRAL_PROTOCOLS = {
     "dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features", "privdpr", "dpr-nodp",
+    "dpggan", "dpgvae",
 }  # fmt: skip
 OLD_PUBLIC_FEATURES = {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
 OLD_SERVER_KEYS = {"tau", "steps"}

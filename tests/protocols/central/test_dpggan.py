@@ -1,0 +1,362 @@
+"""DPGGAN / DPGVAE (protocols/central/dpggan.py): per-node gradients by parameter copies
+against autograd, clipping and noise through the shared DP-SGD code (a variance test), the
+accountant against the Gaussian's closed form, calibration and one-line errors, the edge
+selection (the Laplace count by its mean absolute deviation), the privacy report's caveat,
+seeded releases and the harness end to end."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import chi2, norm
+
+from ldpgraph.protocols.base import CuratorView, RoundResult
+from ldpgraph.protocols.central import dpggan as dg
+from ldpgraph.protocols.central.dpsgd import clip_per_example, sgd_epsilon
+from ldpgraph.protocols.params import ProtocolParameterError
+from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.types import NodeView
+from ldpgraph.simulation.config import RunConfig
+from ldpgraph.simulation.datasets.graph_collections import NotACollectionError, union
+from ldpgraph.simulation.pipeline import check_collection
+
+from ...conftest import needs_mirror
+
+FAST = dict(dpg_steps=30, dpg_q=0.3)
+
+
+def _theta(seed: int = 0) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    _, theta, _, _ = dg.init_params(6, gen)
+    return {k: v.double() for k, v in theta.items()}
+
+
+# --- per-node gradients, clipping, noise -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["bce", "gan"])
+def test_per_node_gradients_sum_to_the_full_gradient(kind):
+    torch.manual_seed(0)
+    theta = _theta()
+    z = torch.randn(5, dg.LATENT, dtype=torch.float64)
+    a = (torch.rand(5, 5) < 0.5).double().triu(1)
+    a = a + a.T
+    gen = torch.Generator().manual_seed(1)
+    _, _, disc_g, disc_f = dg.init_params(5, gen)
+    disc_g = {k: v.double() for k, v in disc_g.items()}
+    disc_f = {k: v.double() for k, v in disc_f.items()}
+
+    def loss(f_rows):
+        p = dg.soft_adjacency(f_rows)
+        if kind == "bce":
+            off = 1 - torch.eye(5, dtype=p.dtype)
+            return (torch.nn.functional.binary_cross_entropy(p, a, reduction="none") * off).sum()
+        fake = dg._disc_features(dg._normalised(p), disc_g["w0"], disc_g)
+        real = dg._disc_features(dg._normalised(a), disc_g["w0"], disc_g)
+        return (real - fake).pow(2).sum() - 0.1 * torch.nn.functional.logsigmoid(
+            dg._disc_logit(fake, disc_f)
+        )
+
+    per_node, value = dg.per_node_generator_grads(loss, z, theta)
+    shared = {k: v.clone().requires_grad_(True) for k, v in theta.items()}
+    full = torch.autograd.grad(loss(dg.generator(z, shared)), list(shared.values()))
+    assert float(value) == pytest.approx(float(loss(dg.generator(z, theta))))
+    for (k, g), ref in zip(per_node.items(), full, strict=True):
+        assert g.shape == (5, *theta[k].shape)
+        torch.testing.assert_close(g.sum(0), ref, atol=1e-10, rtol=1e-9)
+    # node i's gradient is not the gradient of its own row alone: rows are coupled
+    assert not torch.allclose(per_node["w1"][0], torch.zeros_like(per_node["w1"][0]))
+
+
+def test_clipping_through_the_shared_dpsgd_code():
+    gen = torch.Generator().manual_seed(0)
+    grads = {k: torch.randn(8, *v.shape, generator=gen, dtype=torch.float64) * 3
+             for k, v in _theta().items()}  # fmt: skip
+    clip = 2.0
+    out = dg.dp_generator_gradient(grads, clip, 0.0, 4.0, None)
+    clipped, norms = clip_per_example(grads, clip)
+    assert (norms > clip).all()  # every example is clipped here
+    for k in grads:
+        torch.testing.assert_close(out[k], clipped[k].sum(0) / 4.0)
+    flat = torch.cat([clipped[k].reshape(8, -1) for k in grads], 1)
+    assert torch.allclose(flat.norm(dim=1), torch.full((8,), clip, dtype=torch.float64))
+    # a small gradient passes unchanged
+    small = {k: g * 1e-4 for k, g in grads.items()}
+    out = dg.dp_generator_gradient(small, clip, 0.0, 1.0, None)
+    for k in grads:
+        torch.testing.assert_close(out[k], small[k].sum(0))
+
+
+def test_noise_std_is_sigma_times_clip_over_the_divisor():
+    # zero gradients: (N(0, (σC)²) per coordinate) / divisor; 816 coordinates × 60 draws
+    sigma, clip, divisor = 1.7, 3.0, 2.5
+    zero = {k: torch.zeros((1, *v.shape), dtype=torch.float64) for k, v in _theta().items()}
+    gen = torch.Generator().manual_seed(3)
+    draws = torch.cat([
+        torch.cat([v.reshape(-1) for v in dg.dp_generator_gradient(
+            zero, clip, sigma * clip, divisor, gen).values()])
+        for _ in range(60)
+    ]).numpy() * divisor  # fmt: skip
+    assert draws.size == 60 * 816
+    # chi-square test of the variance at level 1e-6 on each side
+    stat = float((draws**2).sum() / (sigma * clip) ** 2)
+    lo, hi = chi2.ppf(1e-6, draws.size), chi2.ppf(1 - 1e-6, draws.size)
+    assert lo < stat < hi
+    # a std off by 5% would fail
+    assert not lo < stat / 1.05**2 < hi and not lo < stat * 1.05**2 < hi
+    assert abs(draws.mean()) < 5 * sigma * clip / math.sqrt(draws.size)
+
+
+# --- accounting and calibration ------------------------------------------------------------------
+
+
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """Exact ε at δ of a Gaussian mechanism with sensitivity/std μ (Balle & Wang 2018)."""
+
+    def dlt(eps: float) -> float:
+        return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+    lo, hi = 0.0, 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if dlt(mid) > delta else (lo, mid)
+    return hi
+
+
+def test_accountant_against_the_gaussian_closed_form():
+    # q = 1 (no subsampling): T Gaussian steps of multiplier σ are one Gaussian of μ = √T/σ
+    s = make_protocol(
+        "dpgvae", epsilon=3.0, dpg_q=1.0, dpg_steps=10_000, accountant="pld",
+        dpg_calibration="steps", dpg_sigma=20.0, dpg_edge_selection="bernoulli",
+    )  # fmt: skip
+    plan = s.plan()
+    exact = _gaussian_epsilon(math.sqrt(plan.steps) / 20.0, 1e-5)
+    assert plan.epsilon_train == pytest.approx(exact, rel=2e-3)
+    assert plan.epsilon_train <= 3.0
+    # the next step would pass ε (T is the largest within the budget)
+    assert _gaussian_epsilon(math.sqrt(plan.steps + 1) / 20.0, 1e-5) > 3.0 * (1 - 2e-3)
+
+
+def test_calibrated_sigma_spends_the_training_share():
+    s = make_protocol("dpggan", epsilon=1.0, dpg_steps=500, dpg_q=0.05)
+    plan = s.plan()
+    assert plan.epsilon_count == pytest.approx(0.05)
+    assert plan.epsilon_train == pytest.approx(0.95, rel=1e-3)
+    assert sgd_epsilon(plan.sigma * 0.98, 0.05, 500, 1e-5) > 0.95  # less noise: over budget
+    assert plan.epsilon_paper == pytest.approx(
+        2 * 0.05 * math.sqrt(500 * math.log(1e5)) / plan.sigma
+    )
+    report = s.privacy_report()
+    assert report.unit == "edge" and report.epsilon == pytest.approx(1.0, rel=1e-3)
+    assert report.paper_epsilon == pytest.approx(plan.epsilon_paper)
+    assert any("2·B·C" in note and "paper-claimed" in note for note in report.notes)
+
+
+def test_paper_rule_steps_at_sigma_5():
+    # spec §3.5: σ = 5, q = 0.01, δ = 1e-5: the paper's closed form allows 5,428 steps at
+    # ε = 1; a numeric accountant allows more (spec: RDP ≈ 14,874 with orders up to 2048)
+    s = make_protocol("dpgvae", epsilon=1.0, dpg_calibration="steps", dpg_steps=100_000,
+                      dpg_edge_selection="bernoulli")  # fmt: skip
+    plan = s.plan()
+    paper_t = (1.0 * 5 / (2 * 0.01)) ** 2 / math.log(1e5)
+    assert round(paper_t) == 5429
+    assert plan.steps > paper_t and plan.epsilon_train <= 1.0
+    assert plan.steps == 14874  # the spec's RDP figure (§3.5 [V])
+    assert sgd_epsilon(5.0, 0.01, plan.steps + 1, 1e-5) > 1.0
+
+
+def test_unreachable_epsilon_is_one_line_error():
+    with pytest.raises(ProtocolParameterError, match="unreachable") as err:
+        make_protocol("dpggan", epsilon=1e-4, dpg_q=1.0, dpg_steps=2000)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ProtocolParameterError, match="unreachable") as err:
+        make_protocol("dpggan", epsilon=0.1, dpg_calibration="steps", dpg_sigma=0.5, dpg_q=1.0)
+    assert "\n" not in str(err.value)
+    # refused when the run is configured, before anything is collected
+    from ldpgraph.simulation.config import ConfigError
+
+    config = RunConfig(protocol="dpgvae", dataset="dblp-collection", trust_curator=True,
+                       epsilon=1e-4, dpg_q=1.0)  # fmt: skip
+    with pytest.raises(ConfigError, match="unreachable") as err:
+        config.validate()
+    assert "\n" not in str(err.value)
+
+
+def test_topk_true_reports_infinite_epsilon():
+    report = make_protocol("dpggan", dpg_edge_selection="topk_true", **FAST).privacy_report()
+    assert report.epsilon == math.inf and report.paper_epsilon < math.inf
+    assert any("true edge count" in note for note in report.notes)
+
+
+# --- generation --------------------------------------------------------------------------------
+
+
+def test_edge_selection():
+    rng = np.random.default_rng(0)
+    probs = rng.random((30, 30))
+    probs = (probs + probs.T) / 2
+    s = make_protocol("dpggan", dpg_edge_selection="topk_true", **FAST)
+    edges = dg.select_edges(probs, 40, s.plan(), s.p, rng)
+    assert edges.shape == (40, 2) and (edges[:, 0] < edges[:, 1]).all()
+    iu = np.triu_indices(30, 1)
+    assert probs[edges[:, 0], edges[:, 1]].min() >= np.sort(probs[iu])[-40]
+    # topk_dp: M̃ − M ~ Laplace(1/ε_M): mean |M̃ − M| = 1/ε_M (2,000 draws; 6 standard errors)
+    s = make_protocol("dpggan", epsilon=2.0, **FAST)
+    scale = 1.0 / s.plan().epsilon_count
+    dev = np.array([dg.select_edges(probs, 200, s.plan(), s.p, rng).shape[0] - 200
+                    for _ in range(2000)])  # fmt: skip
+    assert abs(np.abs(dev).mean() - scale) < 6 * scale / math.sqrt(2000)
+    thr = make_protocol("dpggan", dpg_edge_selection="threshold", **FAST)
+    assert len(dg.select_edges(probs, 0, thr.plan(), thr.p, rng)) == (probs[iu] > 0.5).sum()
+
+
+# --- the strategy on a collection --------------------------------------------------------------
+
+
+def _toy_collection():
+    rng = np.random.default_rng(1)
+    parts = []
+    for n in (12, 9, 15):
+        pairs = np.array([(u, v) for u in range(n) for v in range(u + 1, n) if rng.random() < 0.3])
+        parts.append((pairs, n))
+    return union("toy", parts, np.array([0, 1, 0]))
+
+
+def _release(name, graph, seed=0, refusing=(), **params):
+    strategy = make_protocol(name, **{**FAST, **params})
+    reports = {}
+    for v in range(graph.num_nodes):
+        if v in refusing:
+            continue
+        view = NodeView(v, graph.neighbors(v), graph.x[v], graph.num_nodes, graph.feature_domain)
+        reports[v] = strategy.client_step(0, view, strategy.config(), 0)
+    result = RoundResult(reports, np.asarray(sorted(refusing), dtype=np.int64))
+    curator = CuratorView(
+        graph.num_nodes, graph.num_features, graph_ptr=graph.meta.get("graph_ptr")
+    )
+    return strategy.server_step(0, result, curator, seed)
+
+
+@pytest.mark.parametrize("name", ["dpggan", "dpgvae"])
+def test_release_is_one_graph_per_graph_and_seeded(name):
+    graph = _toy_collection()
+    a = _release(name, graph, seed=3)
+    assert a.kind == "graphs" and len(a.graphs) == 3
+    assert [g.num_nodes for g in a.graphs] == [12, 9, 15]
+    for g in a.graphs:
+        assert (g.edges[:, 0] < g.edges[:, 1]).all() and g.edges.max() < g.num_nodes
+    assert a.fingerprint() == _release(name, graph, seed=3).fingerprint()
+    assert a.fingerprint() != _release(name, graph, seed=4).fingerprint()
+    assert a.privacy.unit == "edge" and a.stats["graphs"] == 3
+    # topk_true: exactly the original edge counts
+    true = _release(name, graph, dpg_edge_selection="topk_true")
+    ptr = graph.meta["graph_ptr"]
+    counts = [int(((graph.edges >= ptr[k]) & (graph.edges < ptr[k + 1])).all(1).sum())
+              for k in range(3)]  # fmt: skip
+    assert [g.num_edges for g in true.graphs] == counts
+
+
+def test_batch_balanced_bce_changes_the_generator_gradient():
+    n = 8
+    adj = torch.zeros(n, n, dtype=torch.float64)
+    adj[0, 1] = adj[1, 0] = adj[2, 3] = adj[3, 2] = 1.0
+    seen = []
+    for balanced in (False, True):
+        enc, theta, dg_, df_ = (
+            {k: v.double().requires_grad_(True) for k, v in d.items()}
+            for d in dg.init_params(n, torch.Generator().manual_seed(0))
+        )
+        opts = (_Recorder(theta.values()), _Recorder(enc.values()), _Recorder([]))
+        dg._train_step(torch.arange(n), adj, enc, theta, dg_, df_, False, 0.1, 0.1, 1e9, 0.0,
+                       1.0, torch.Generator().manual_seed(5), torch.Generator().manual_seed(6),
+                       opts, balanced)  # fmt: skip
+        seen.append(opts[0].seen)
+    assert any(not torch.allclose(a, b) for a, b in zip(*seen, strict=True))
+
+
+def test_node_level_curator_is_one_line_error():
+    from ldpgraph.simulation.datasets import synthetic_graph
+
+    graph = synthetic_graph(n=20, classes=2, avg_degree=3, d=4, seed=0)
+    with pytest.raises(ProtocolParameterError, match="collection") as err:
+        _release("dpggan", graph)
+    assert "\n" not in str(err.value)
+
+
+def test_node_level_dataset_to_dpggan_is_one_line_error():
+    for protocol in ("dpggan", "dpgvae"):
+        config = RunConfig(protocol=protocol, dataset="cora", metrics="none")
+        with pytest.raises(NotACollectionError, match="is one graph") as err:
+            check_collection(config)
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_dblp_collection_end_to_end(tmp_path):
+    from ldpgraph.simulation.pipeline import run
+
+    config = RunConfig(
+        protocol="dpggan", dataset="dblp-collection", epsilon=1.0, trust_curator=True,
+        metrics="collection", backend="local", dpg_steps=20, collection_motif_limit=20_000,
+    ).validate()  # fmt: skip
+    record = run(config)
+    assert record["release_kind"] == "graphs"
+    section = record["collection_stats"]
+    assert section["graphs"] == 69
+    assert round(section["table1"]["cpl"]["original"], 4) == 3.6943
+    for stat in section["table1"].values():
+        assert stat["abs_diff"] is None or math.isfinite(stat["abs_diff"])
+    assert 0.0 <= section["table2"]["degree_cosine"] <= 1.0
+    assert record["privacy"]["unit"] == "edge"
+    assert record["privacy"]["epsilon"] == pytest.approx(1.0, rel=1e-3)
+    assert record["privacy"]["paper_epsilon"] is not None
+
+
+class _Recorder:
+    """An optimizer stand-in that records the gradients it would apply."""
+
+    def __init__(self, params):
+        self.params = list(params)
+        self.seen = None
+
+    def step(self):
+        self.seen = [p.grad.clone() for p in self.params]
+
+
+@pytest.mark.parametrize("gan", [True, False])
+def test_noise_reaches_the_generator_only(gan):
+    # The same step with two noise streams: the encoder's and the discriminator's gradients
+    # are identical (no noise), the generator's differ by exactly (noise_a − noise_b)/divisor.
+    n = 10
+    adj = torch.zeros(n, n, dtype=torch.float64)
+    for u, v in [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (6, 7), (7, 8)]:
+        adj[u, v] = adj[v, u] = 1.0
+    idx = torch.arange(n)
+    runs = []
+    for noise_seed in (1, 2):
+        enc, theta, dg_, df_ = (
+            {k: v.double().requires_grad_(True) for k, v in d.items()}
+            for d in dg.init_params(n, torch.Generator().manual_seed(0))
+        )
+        opts = (_Recorder(theta.values()), _Recorder(enc.values()),
+                _Recorder([*dg_.values(), *df_.values()]))  # fmt: skip
+        dg._train_step(idx, adj, enc, theta, dg_, df_, gan, 0.1, 0.1, 1.0, 2.0, 3.0,
+                       torch.Generator().manual_seed(5),
+                       torch.Generator().manual_seed(noise_seed), opts)  # fmt: skip
+        noise = [torch.randn(v.shape, generator=g, dtype=torch.float64) for g in
+                 [torch.Generator().manual_seed(noise_seed)] for v in theta.values()]  # fmt: skip
+        runs.append((opts, noise))
+    (a, na), (b, nb) = runs
+    for ga, gb in zip(a[1].seen, b[1].seen, strict=True):
+        torch.testing.assert_close(ga, gb)  # encoder
+    if gan:
+        for ga, gb in zip(a[2].seen, b[2].seen, strict=True):
+            torch.testing.assert_close(ga, gb)  # discriminator
+    else:
+        assert a[2].seen is None  # DPGVAE has no discriminator step
+    for ga, gb, xa, xb in zip(a[0].seen, b[0].seen, na, nb, strict=True):
+        torch.testing.assert_close(ga - gb, 2.0 * (xa - xb) / 3.0)  # std σC = 2, divisor 3
