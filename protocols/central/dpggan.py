@@ -266,8 +266,10 @@ class DpgGan(CentralStrategy):
                 "epsilon": plan.epsilon_train,
                 "delta": plan.delta,
                 "mechanism": "Poisson-subsampled Gaussian on the sum of per-node clipped "
-                "generator gradients (sensitivity C by the paper's one-edge-one-record "
-                "argument)",
+                "generator gradients, accounted as add/remove of one record of sensitivity "
+                "C × sensitivity_multiplier (the paper's one-edge-one-record argument gives C; "
+                "an edge changes, not adds, its endpoints' records: a replaced record is 2C, "
+                "multiplier 2 at least for the paper's claim)",
                 "accountant": f"dp_accounting {acc}",
                 "sigma": plan.sigma,
                 "q": p["dpg_q"],
@@ -352,6 +354,10 @@ class DpgGan(CentralStrategy):
         plan = self.plan()
         ptr = np.asarray(curator.graph_ptr, dtype=np.int64)
         keep = graph.uploaded[graph.edges[:, 0]] & graph.uploaded[graph.edges[:, 1]]
+        # An uploaded edge between two graphs (the offsets are public) is dropped, never an
+        # error: an error one edge can trigger would be an output of the data.
+        which = np.searchsorted(ptr, graph.edges, side="right") - 1
+        keep &= which[:, 0] == which[:, 1]
         parts = split_by_offsets(graph.edges[keep], ptr)
         from .privdpr import _one_cpu_thread
 
@@ -370,7 +376,6 @@ class DpgGan(CentralStrategy):
             "steps_T": plan.steps,
             "sigma": plan.sigma,
             "edge_selection": self.p["dpg_edge_selection"],
-            "edges_original": int(sum(s["edges_original"] for s in stats)),
             "edges_generated": int(sum(s["edges_generated"] for s in stats)),
             "empty_steps": int(sum(s["empty_steps"] for s in stats)),
             "clip_final": stats[0]["clip_final"] if stats else None,
@@ -539,7 +544,6 @@ def fit_and_generate(
         probs.numpy(), int(edges.shape[0]), plan, p, stage_rng(seed, f"{stream}/edges")
     )
     return out, {
-        "edges_original": int(edges.shape[0]),
         "edges_generated": int(out.shape[0]),
         "empty_steps": empty,
         "clip_final": clip,

@@ -259,6 +259,23 @@ def test_release_is_one_graph_per_graph_and_seeded(name):
     assert [g.num_edges for g in true.graphs] == counts
 
 
+def test_cross_graph_edges_and_refusing_nodes_are_left_out_and_stats_hold_no_true_count():
+    """An uploaded edge between two graphs is dropped (not an error one edge could trigger), a
+    refusing node's links are not used, and no exact edge count of the input is released."""
+    import dataclasses
+
+    graph = _toy_collection()
+    base = _release("dpgvae", graph, seed=2)
+    joined = dataclasses.replace(graph, edges=np.vstack([graph.edges, [[0, 12]]]))
+    assert _release("dpgvae", joined, seed=2).fingerprint() == base.fingerprint()
+    assert not any("original" in key for key in base.stats)
+    refusing = {1, 14}
+    keep = ~np.isin(graph.edges, list(refusing)).any(axis=1)
+    cut = dataclasses.replace(graph, edges=graph.edges[keep])
+    a = _release("dpgvae", graph, seed=2, refusing=refusing)
+    assert a.fingerprint() == _release("dpgvae", cut, seed=2, refusing=refusing).fingerprint()
+
+
 def test_batch_balanced_bce_changes_the_generator_gradient():
     n = 8
     adj = torch.zeros(n, n, dtype=torch.float64)
