@@ -25,6 +25,7 @@ from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE, MAX_EPSILON, STEPS
+from ldpgraph.protocols.central.baselines import EDGE_RATIO
 from ldpgraph.protocols.central.dpar import (
     ACCOUNTANT_PARAM,
     APPR_NODES,
@@ -215,6 +216,8 @@ class RunConfig:
     edge_budget_divisor: float = _param(EDGE_BUDGET_DIVISOR.default)
     dpr_features: str = _param(DPR_FEATURES.default)
     dpr_diagnostics: bool = _param(DPR_DIAGNOSTICS.default)
+    # Edge-perturbation baselines (protocols/central/baselines.py; EdgeRand/LapGraph: epsilon)
+    edge_ratio: float = _param(EDGE_RATIO.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")
