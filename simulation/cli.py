@@ -32,6 +32,8 @@ PRIVACY_FAMILIES = {
     "central": "CENTRAL DP, server-only strategies: node-level (ε, δ); the nodes upload raw "
     "data to a trusted curator (--trust-curator)",
     "none": "NO PRIVACY: upper bounds (--trust-curator)",
+    "empirical": "EMPIRICAL, no DP: a trusted curator's defence against link inference, "
+    "measured by the attack metric only (--trust-curator)",
 }
 
 
