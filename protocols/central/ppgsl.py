@@ -312,14 +312,14 @@ def feature_matrix(x: np.ndarray, device: Any) -> Any:
     if x.shape[1] == 0:
         idx = torch.arange(n)
         return torch.sparse_coo_tensor(
-            torch.stack([idx, idx]), torch.ones(n), (n, n), device=device
+            torch.stack([idx, idx]), torch.ones(n), (n, n), device=device, check_invariants=True
         ).coalesce()
     x = np.asarray(x, dtype=np.float32)
     if np.count_nonzero(x) < 0.1 * x.size:
         rows, cols = np.nonzero(x)
         idx = torch.as_tensor(np.stack([rows, cols]), dtype=torch.int64)
         return torch.sparse_coo_tensor(
-            idx, torch.as_tensor(x[rows, cols]), x.shape, device=device
+            idx, torch.as_tensor(x[rows, cols]), x.shape, device=device, check_invariants=True
         ).coalesce()
     return torch.as_tensor(x, device=device)
 
