@@ -42,7 +42,7 @@ def central_only_parameters() -> set[str]:
     central = {
         i.name
         for i in registry.all_protocols()
-        if getattr(i.resolve(), "privacy_model", "ldp") == "central"
+        if getattr(i.resolve(), "privacy_model", "ldp") in ("central", "empirical")
     }
     return {name for name, (_p, users) in registry.parameters().items() if set(users) <= central}
 

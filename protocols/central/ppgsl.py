@@ -268,24 +268,14 @@ class Propagation:
         self.n = n
 
     def __call__(self, h: Any, w: Any) -> Any:
-        w2 = torch_cat2(w)
-        deg = torch_ones(self.n, h).index_add(0, self.dst, w2)
+        import torch
+
+        w2 = torch.cat([w, w])
+        deg = torch.ones(self.n, dtype=h.dtype, device=h.device).index_add(0, self.dst, w2)
         dinv = deg.rsqrt()
         norm = w2 * dinv[self.src] * dinv[self.dst]
         out = h * (dinv * dinv).unsqueeze(1)
         return out.index_add(0, self.dst, norm.unsqueeze(1) * h[self.src])
-
-
-def torch_cat2(w: Any) -> Any:
-    import torch
-
-    return torch.cat([w, w])
-
-
-def torch_ones(n: int, like: Any) -> Any:
-    import torch
-
-    return torch.ones(n, dtype=like.dtype, device=like.device)
 
 
 def encode(model: Surrogate, xw1: Any, prop: Propagation, w: Any) -> Any:

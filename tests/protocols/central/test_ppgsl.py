@@ -197,3 +197,31 @@ def test_pipeline_runs_ppgsl_with_the_protected_attack_section():
     assert attack["protected"]["count"] == record["release"]["sensitive_links"] > 0
     assert 0.0 <= attack["protected"]["max"] <= 1.0
     assert math.isinf(record["privacy"]["epsilon"])
+
+
+def test_the_privacy_gradient_reaches_exactly_the_two_hop_neighbourhood():
+    """Spec §10.2 #3: at θ = A, ∂L_priv/∂θ is nonzero on some candidate (w′ = 0) pairs near
+    the sensitive endpoints, and exactly zero on every pair whose endpoints are both ≥ 3 hops
+    (in A′'s support) from every sensitive endpoint: a 2-layer GCN cannot see it."""
+    import torch
+    from scipy.sparse.csgraph import shortest_path
+
+    graph = planted(n=200, blocks=10, p_in=0.2, p_out=0.001, seed=3)
+    public, sensitive = pg.split_sensitive(graph.edges, 0.02, 0)
+    n = graph.num_nodes
+    pairs_np, original = pg.parameterised_pairs(public, sensitive, n, 1, False, 0)
+    pairs = torch.as_tensor(pairs_np)
+    theta = torch.nn.Parameter(torch.as_tensor(original).clone())
+    x = pg.feature_matrix(graph.x, "cpu")
+    model = pg.Surrogate(x.shape[1], torch.Generator().manual_seed(0), "cpu")
+    prop = pg.Propagation(pairs, n)
+    z = pg.encode(model, pg._mm(x, model.weights[0]), prop, theta.clamp(0.0, 1.0))
+    p = pg.link_prob(z, torch.as_tensor(sensitive))
+    (-torch.log1p(-p).mean()).backward()
+    grad = theta.grad.numpy()
+    ends = np.unique(sensitive)
+    hops = shortest_path(edges_to_csr(public, n), unweighted=True, indices=ends).min(axis=0)
+    far = (hops[pairs_np[:, 0]] >= 3) & (hops[pairs_np[:, 1]] >= 3)
+    candidate = original == 0
+    assert (far & candidate).any() and (grad[far] == 0).all()
+    assert (grad[~far & candidate] != 0).sum() > 10
