@@ -73,8 +73,8 @@ def test_the_learned_graph_defeats_the_strongest_attack(setting):
     """Untouched (E without E_s) the sensitive links are found at AUC > 0.9; PPGSL (α = 0,
     k = 1, no features: the identity input, as the attacker's GAE) brings the strongest
     attack below 0.65 (0.57 here; with the uninformative random features as the surrogate's
-    input it reaches only 0.73: a surrogate that does not see what the attacker sees
-    protects less)."""
+    input it got only to 0.73 in a longer run: a surrogate that does not see what the attacker
+    sees protects less)."""
     graph, public, sensitive, non = setting
     n = graph.num_nodes
     assert strongest_attack(public, n, sensitive, non) > 0.9
