@@ -110,10 +110,12 @@ class Release:
     ``kind`` says what was released (:data:`RELEASE_KINDS`); evaluation picks what fits it.
     A ``graph`` release holds ``edges`` (as :class:`ldpgraph.protocols.graph.Graph`: each
     undirected edge once, u < v, sorted), the feature matrix ``x`` the models train on and an
-    optional ``edge_weight`` aligned with ``edges``. A ``model`` release holds ``model`` (a
-    :class:`Predictor`) and an empty graph of ``num_nodes`` rows (:meth:`of_model`); a
-    ``graphs`` release holds ``graphs``, one ``graph`` release per generated graph
-    (:meth:`of_graphs`).
+    optional ``edge_weight`` aligned with ``edges``; ``protected``, optionally, the ``[s, 2]``
+    pairs (u < v) of the uploaded graph that the strategy knew and set out to hide (PPGSL's
+    sensitive links: not in the release; the ``attack`` metric scores them too). A ``model``
+    release holds ``model`` (a :class:`Predictor`) and an empty graph of ``num_nodes`` rows
+    (:meth:`of_model`); a ``graphs`` release holds ``graphs``, one ``graph`` release per
+    generated graph (:meth:`of_graphs`).
     """
 
     edges: np.ndarray
@@ -124,6 +126,7 @@ class Release:
     kind: str = "graph"
     model: Predictor | None = None
     graphs: list[Release] = field(default_factory=list)
+    protected: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in RELEASE_KINDS:

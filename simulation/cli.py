@@ -32,6 +32,8 @@ PRIVACY_FAMILIES = {
     "central": "CENTRAL DP, server-only strategies: node-level (ε, δ); the nodes upload raw "
     "data to a trusted curator (--trust-curator)",
     "none": "NO PRIVACY: upper bounds (--trust-curator)",
+    "empirical": "EMPIRICAL, no DP: a trusted curator's defence against link inference, "
+    "measured by the attack metric only (--trust-curator)",
 }
 
 
@@ -40,7 +42,7 @@ def central_only_parameters() -> set[str]:
     central = {
         i.name
         for i in registry.all_protocols()
-        if getattr(i.resolve(), "privacy_model", "ldp") == "central"
+        if getattr(i.resolve(), "privacy_model", "ldp") in ("central", "empirical")
     }
     return {name for name, (_p, users) in registry.parameters().items() if set(users) <= central}
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE, MAX_EPSILON, STEPS
+from ldpgraph.protocols.central.baselines import EDGE_RATIO
 from ldpgraph.protocols.central.dpar import (
     ACCOUNTANT_PARAM,
     APPR_NODES,
@@ -67,6 +68,17 @@ from ldpgraph.protocols.central.dpggan import (
     DPG_SENSITIVITY_MULTIPLIER,
     DPG_SIGMA,
     DPG_STEPS,
+)
+from ldpgraph.protocols.central.ppgsl import (
+    PPGSL_ALPHA,
+    PPGSL_ATTACK_EPOCHS,
+    PPGSL_ATTACK_LR,
+    PPGSL_EPOCHS,
+    PPGSL_FGP,
+    PPGSL_K,
+    PPGSL_LR,
+    PPGSL_MU,
+    SENSITIVE_SHARE,
 )
 from ldpgraph.protocols.central.privdpr import (
     DAMPING,
@@ -245,6 +257,18 @@ class RunConfig:
     dpg_edge_count_share: float = _param(DPG_EDGE_COUNT_SHARE.default)
     dpg_sensitivity_multiplier: float = _param(DPG_SENSITIVITY_MULTIPLIER.default)
     dpg_pos_weight: str = _param(DPG_POS_WEIGHT.default)
+    # Edge-perturbation baselines (protocols/central/baselines.py; EdgeRand/LapGraph: epsilon)
+    edge_ratio: float = _param(EDGE_RATIO.default)
+    # PPGSL (empirical, no DP; protocols/central/ppgsl.py)
+    ppgsl_alpha: float = _param(PPGSL_ALPHA.default)
+    ppgsl_k: int = _param(PPGSL_K.default)
+    ppgsl_mu: int = _param(PPGSL_MU.default)
+    ppgsl_fgp: bool = _param(PPGSL_FGP.default)
+    ppgsl_attack_epochs: int = _param(PPGSL_ATTACK_EPOCHS.default)
+    ppgsl_epochs: int = _param(PPGSL_EPOCHS.default)
+    ppgsl_lr: float = _param(PPGSL_LR.default)
+    ppgsl_attack_lr: float = _param(PPGSL_ATTACK_LR.default)
+    sensitive_share: float = _param(SENSITIVE_SHARE.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")

@@ -6,13 +6,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import facebook, gnn_benchmark, graph_collections, lastfm, planetoid, privdpr, synthetic
+from . import (
+    facebook,
+    gnn_benchmark,
+    graph_collections,
+    lastfm,
+    planetoid,
+    polblogs,
+    privdpr,
+    synthetic,
+)
 from .info import DatasetError, DatasetInfo, coerce_param
 
 DATASETS: dict[str, DatasetInfo] = {
     info.name: info
     for family in (
-        planetoid, facebook, gnn_benchmark, lastfm, privdpr, graph_collections, synthetic
+        planetoid,
+        facebook,
+        gnn_benchmark,
+        lastfm,
+        polblogs,
+        privdpr,
+        graph_collections,
+        synthetic,
     )
     for info in family.ENTRIES
 }

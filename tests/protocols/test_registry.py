@@ -42,6 +42,8 @@ CENTRAL_PROTOCOLS = {
     "dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features", "privdpr", "dpr-nodp",
     "dpggan", "dpgvae",
 }  # fmt: skip
+#: PPGSL's comparison (protocols/central/baselines.py, ppgsl.py).
+CENTRAL_PROTOCOLS |= {"edge-delete", "edge-add", "edge-random", "edgerand", "lapgraph", "ppgsl"}
 OLD_PUBLIC_FEATURES = {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
 OLD_SERVER_KEYS = {"tau", "steps"}
 OLD_LABELS = {

@@ -76,3 +76,53 @@ def test_a_model_release_is_skipped_and_a_missing_hidden_set_refused(sbm):
     ctx_few = evaluation.EvaluationContext(graph, ctx.split, few, None, 0)
     with pytest.raises(ValueError, match="original 600 nodes; it has 10"):
         evaluation.evaluate(["attack"], ctx_few, _prepared.held_out)
+
+
+def test_protected_pairs_are_scored_against_true_non_links(sbm):
+    """A release that declares protected pairs gets ``attack.protected``: on the clustered
+    graph they are found (AUC near 1) whether kept or taken out, on a random release with
+    no features they are not; the
+    top-level hidden-link figures are the same either way; the non-links are true non-links,
+    disjoint from the hidden non-edges, and seeded."""
+    from ldpgraph.server.evaluation.attack import protected_targets
+    from ldpgraph.server.evaluation.holdout import pair_keys
+
+    graph, prepared, ctx, out = sbm
+    held = prepared.held_out["attack"]
+    rng = np.random.default_rng(3)
+    nodes_edges = prepared.graph.edges
+    chosen = rng.choice(len(nodes_edges), size=60, replace=False)
+    protected = nodes_edges[chosen]
+    rest = np.delete(nodes_edges, chosen, axis=0)
+    kept = Release(nodes_edges, prepared.graph.x, no_privacy(), protected=protected)
+    removed = Release(rest, prepared.graph.x, no_privacy(), protected=protected)
+    results = {}
+    for name, release in (("kept", kept), ("removed", removed)):
+        c = evaluation.EvaluationContext(graph, ctx.split, release, None, 0)
+        results[name] = evaluation.evaluate(["attack"], c, prepared.held_out)["attack"]
+    assert results["kept"]["protected"]["count"] == 60
+    section = results["kept"]["protected"]
+    assert section["max_graph"] == max(section[k] for k in ATTACKS if k != "feature_cosine")
+    assert results["kept"]["protected"]["max"] > 0.9
+    assert results["kept"]["max"] == out["attack"]["max"]  # hidden-link figures unchanged
+    # removed, the clustered graph still betrays them through common neighbours
+    assert results["removed"]["protected"]["max"] > 0.8
+    n = graph.num_nodes
+    noise = canonical_edges(rng.integers(0, n, size=(len(rest), 2)), n)
+    blind = Release(noise, np.zeros((n, 0), np.float32), no_privacy(), protected=protected)
+    c = evaluation.EvaluationContext(graph, ctx.split, blind, None, 0)
+    scored = evaluation.evaluate(["attack"], c, prepared.held_out)["attack"]["protected"]
+    assert scored["max"] < 0.75
+    c = evaluation.EvaluationContext(graph, ctx.split, removed, None, 0)
+    pairs, labels = protected_targets(c, held)
+    non = pair_keys(pairs[labels == 0], n)
+    assert len(np.unique(non)) == 60
+    assert not np.isin(non, pair_keys(graph.edges, n)).any()
+    assert not np.isin(non, pair_keys(held.non_edges, n)).any()
+    again, _ = protected_targets(c, held)
+    np.testing.assert_array_equal(pairs, again)
+    # a declared pair that is no edge of the original graph is refused
+    bogus = Release(rest, prepared.graph.x, no_privacy(), protected=pairs[labels == 0][:3])
+    c = evaluation.EvaluationContext(graph, ctx.split, bogus, None, 0)
+    with pytest.raises(ValueError, match="not edges of the original graph"):
+        evaluation.evaluate(["attack"], c, prepared.held_out)
