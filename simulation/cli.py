@@ -29,8 +29,9 @@ class UserError(Exception):
 PRIVACY_FAMILIES = {
     "ldp": "LOCAL DP: each node perturbs its own report; ε per adjacency bit / edge / node "
     "as each report states",
-    "central": "CENTRAL DP, server-only strategies: node-level (ε, δ); the nodes upload raw "
-    "data to a trusted curator (--trust-curator)",
+    "central": "CENTRAL DP, server-only strategies: node-level (ε, δ), or edge-level where "
+    "the report says so (DPGGAN, EdgeRand, LapGraph); the nodes upload raw data to a trusted "
+    "curator (--trust-curator)",
     "none": "NO PRIVACY: upper bounds (--trust-curator)",
     "empirical": "EMPIRICAL, no DP: a trusted curator's defence against link inference, "
     "measured by the attack metric only (--trust-curator)",

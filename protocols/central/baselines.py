@@ -256,7 +256,8 @@ class EdgePerturbation(CentralStrategy):
             raise ValueError(f"unknown edge perturbation {name!r}; one of {list(VARIANTS)}")
         self.name = name
         self.label, self.private = VARIANTS[name]
-        self.privacy_model = "central" if self.private else "none"
+        # random deletion/addition: a defence without a guarantee, like PPGSL's
+        self.privacy_model = "central" if self.private else "empirical"
         self.p = dict(params)
         if name == "edge-delete" and self.p.get("edge_ratio", EDGE_RATIO.default) > 1.0:
             raise ProtocolParameterError(
