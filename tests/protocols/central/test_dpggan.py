@@ -276,6 +276,43 @@ def test_cross_graph_edges_and_refusing_nodes_are_left_out_and_stats_hold_no_tru
     assert a.fingerprint() == _release("dpgvae", cut, seed=2, refusing=refusing).fingerprint()
 
 
+def test_every_step_is_noised_at_the_decayed_clip_and_generation_ignores_the_graph(
+    monkeypatch,
+):
+    """The loop runs exactly the plan's T steps, each one a noisy generator update (empty
+    Poisson samples too) with std σ·C·multiplier at the current C, C decayed by γ once per
+    ⌈1/q⌉ steps; generation reads neither the graph nor the encoder: with training stubbed
+    out, two different graphs of one size and edge count give the same output."""
+    from ldpgraph.protocols.central import dpggan
+
+    strategy = make_protocol("dpgvae", epsilon=1.0, dpg_steps=25, dpg_q=0.2, dpg_clip=5.0,
+                             dpg_clip_decay=0.5, dpg_sensitivity_multiplier=2.0)  # fmt: skip
+    plan = strategy.plan()
+    calls = []
+    real = dpggan.dp_generator_gradient
+
+    def spy(per_node, clip, std, divisor, gen):
+        calls.append((clip, std, divisor))
+        return real(per_node, clip, std, divisor, gen)
+
+    monkeypatch.setattr(dpggan, "dp_generator_gradient", spy)
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [0, 4]])
+    _, info = dpggan.fit_and_generate(edges, 5, plan, strategy.p, False, seed=0, k=0)
+    assert len(calls) == plan.steps == 25 and info["empty_steps"] > 0  # q·N = 1: some empty
+    for step, (clip, std, divisor) in enumerate(calls):
+        want = 5.0 * 0.5 ** (step // 5)  # ⌈1/0.2⌉ = 5 steps an epoch
+        assert clip == pytest.approx(want) and std == pytest.approx(plan.sigma * want * 2.0)
+        assert divisor == pytest.approx(0.2 * 5)
+    # generation: the same with any graph once training does nothing
+    monkeypatch.setattr(dpggan, "_train_step", lambda *a, **k: None)
+    monkeypatch.setattr(dpggan, "dp_generator_gradient",
+                        lambda per_node, *a: {k: v.sum(0) * 0 for k, v in per_node.items()})
+    other = np.array([[0, 2], [1, 3], [2, 4], [0, 3], [1, 4]])
+    outs = [dpggan.fit_and_generate(e, 5, plan, strategy.p, False, seed=0, k=0)[0]
+            for e in (edges, other)]  # fmt: skip
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
 def test_batch_balanced_bce_changes_the_generator_gradient():
     n = 8
     adj = torch.zeros(n, n, dtype=torch.float64)
