@@ -63,7 +63,17 @@ def test_every_protocol_states_its_units(name):
         assert "no privacy" in text
         assert all(math.isinf(v) for v in eps.values()) and {"edge", "feature_vector"} <= set(eps)
         return
-    if make_protocol(name, **at_epsilon(name, 4.0)).privacy_model != "ldp":
+    model = make_protocol(name, **at_epsilon(name, 4.0)).privacy_model
+    if model == "empirical" or rep.unit == "edge" and model == "central":
+        # Edge-level central DP (DPGGAN, EdgeRand, LapGraph): one edge; an empirical defence
+        # (PPGSL, random edge changes) claims no ε and says so.
+        assert set(eps) == {"edge"}
+        if model == "empirical":
+            assert math.isinf(eps["edge"]) and "no" in text and "guarantee" in text
+        else:
+            assert "edge-level" in text and eps["edge"] >= rep.epsilon - 1e-9
+        return
+    if model != "ldp":
         # Node-level central DP (one node's whole row, features and label): the sound figure,
         # never below the paper's; a strategy's non-private twin states none.
         assert set(eps) == {"node"}

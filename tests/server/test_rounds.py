@@ -22,6 +22,7 @@ from ldpgraph.server.rounds import (
 )
 from ldpgraph.simulation.backends.local import run_protocol, total_epsilon
 from ldpgraph.simulation.datasets import load_dataset
+from ldpgraph.simulation.datasets.graph_collections import union
 from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import split_for
 
@@ -120,6 +121,13 @@ class FakeCollector:
 
 CURATOR = CuratorView(N, 1)
 GRAPH = load_dataset("synthetic:n=80,classes=3,d=12,avg_degree=4,seed=1")
+#: 80 nodes in four graphs of 20: GRAPH's edges inside each block of 20 node ids.
+_BLOCK = GRAPH.edges[(GRAPH.edges // 20)[:, 0] == (GRAPH.edges // 20)[:, 1]]
+COLLECTION = union(
+    "toy-collection",
+    [(_BLOCK[_BLOCK[:, 0] // 20 == k] - 20 * k, 20) for k in range(4)],
+    np.zeros(4, dtype=np.int64),
+)
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 3])
@@ -217,8 +225,9 @@ def test_every_protocol_through_the_local_collector_passes_validation(name):
     (the curator knows the training labels, which a central strategy trains on)."""
     proto = make_protocol(name, **for_small_graph(name, 4.0))
     settings = NodeSettings(budget=total_epsilon(proto), trust_curator=True, seed=3)
-    curator = curator_view(GRAPH, uses_public_features(name), split_for(GRAPH.num_nodes, 0))
-    release, _ = run_protocol(proto, GRAPH, curator, 3, settings=settings)
+    graph = COLLECTION if name in ("dpggan", "dpgvae") else GRAPH  # they learn from collections
+    curator = curator_view(graph, uses_public_features(name), split_for(graph.num_nodes, 0))
+    release, _ = run_protocol(proto, graph, curator, 3, settings=settings)
     rounds = release.stats["collection"]["rounds"]
     assert len(rounds) == proto.rounds
     assert all(r["replied"] == 80 and r["rejected"] == 0 for r in rounds), rounds
