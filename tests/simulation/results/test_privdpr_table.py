@@ -4,8 +4,6 @@ whether V moved with the graph."""
 
 from __future__ import annotations
 
-import pytest
-
 from ldpgraph.simulation.results import privdpr_table as pt
 
 
