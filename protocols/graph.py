@@ -110,3 +110,37 @@ def split_by_offsets(edges: np.ndarray, ptr: np.ndarray) -> list[tuple[np.ndarra
         (edges[bounds[k] : bounds[k + 1]] - ptr[k], int(ptr[k + 1] - ptr[k]))
         for k in range(ptr.size - 1)
     ]
+
+
+def sample_free_pairs(
+    n: int, count: int, taken: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """``count`` distinct unordered pairs u < v, uniform over those whose key u·n + v is not in
+    the sorted array ``taken``, as ``[count, 2]`` in draw order. Rejection in batches (cost
+    grows with ``count``, not n²); when few pairs are free, the free ones are listed (then n is
+    small). Fewer free pairs than ``count`` is a ValueError (callers say it their way)."""
+    total = n * (n - 1) // 2
+    free = total - len(taken)
+    if count > free:
+        raise ValueError(f"{count} pairs wanted but only {free} are free")
+    if count <= 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if free < 4 * count:
+        iu, iv = np.triu_indices(n, 1)
+        keys = np.setdiff1d(iu.astype(np.int64) * n + iv, taken, assume_unique=True)
+        keys = keys[rng.choice(len(keys), size=count, replace=False)]
+    else:
+        keys = np.zeros(0, dtype=np.int64)
+        while len(keys) < count:
+            b = 2 * (count - len(keys)) + 16
+            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
+            new = np.minimum(u, v) * n + np.maximum(u, v)
+            new = new[u != v]
+            if len(taken):
+                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
+                new = new[taken[at] != new]
+            keys = np.concatenate([keys, new])
+            _, first = np.unique(keys, return_index=True)
+            keys = keys[np.sort(first)]
+        keys = keys[:count]
+    return np.stack([keys // n, keys % n], axis=1).astype(np.int64)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..base import EPSILON, CuratorView
 from ..graph import canonical_edges
+from ..graph import sample_free_pairs as graph_sample_free_pairs
 from ..params import Param, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng
@@ -71,34 +72,12 @@ def pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
 def sample_free_pairs(
     n: int, count: int, taken: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """``count`` distinct unordered pairs u < v, uniform over those whose key is not in the
-    sorted array ``taken``, as ``[count, 2]``. Rejection in batches; when few pairs are free,
-    the free ones are listed (then n is small)."""
-    total = n * (n - 1) // 2
-    free = total - len(taken)
-    if count > free:
-        raise ProtocolParameterError(f"{count} pairs wanted but only {free} are free")
-    if count <= 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if free < 4 * count:
-        iu, iv = np.triu_indices(n, 1)
-        keys = np.setdiff1d(iu.astype(np.int64) * n + iv, taken, assume_unique=True)
-        keys = keys[rng.choice(len(keys), size=count, replace=False)]
-    else:
-        keys = np.zeros(0, dtype=np.int64)
-        while len(keys) < count:
-            b = 2 * (count - len(keys)) + 16
-            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
-            new = np.minimum(u, v) * n + np.maximum(u, v)
-            new = new[u != v]
-            if len(taken):
-                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
-                new = new[taken[at] != new]
-            keys = np.concatenate([keys, new])
-            _, first = np.unique(keys, return_index=True)
-            keys = keys[np.sort(first)]
-        keys = keys[:count]
-    return np.stack([keys // n, keys % n], axis=1).astype(np.int64)
+    """:func:`ldpgraph.protocols.graph.sample_free_pairs` (shared with the evaluation's
+    hidden non-edges), its shortage as a one-line parameter error."""
+    try:
+        return graph_sample_free_pairs(n, count, taken, rng)
+    except ValueError as exc:
+        raise ProtocolParameterError(str(exc)) from None
 
 
 def uploaded_edges(graph: UploadedGraph, name: str) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.graph import Graph, sample_free_pairs
 from ldpgraph.protocols.rng import stage_rng
 
 #: Share of the undirected edges hidden from the nodes.
@@ -74,27 +74,7 @@ def sample_non_edges(
     free = total - len(taken)
     if count > free:
         raise HoldoutError(f"the graph has {free} non-edges, fewer than the {count} needed")
-    if count == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if free < 4 * count:
-        iu, iv = np.triu_indices(n, 1)
-        keys = np.setdiff1d(iu.astype(np.int64) * n + iv, taken, assume_unique=True)
-        keys = keys[rng.choice(len(keys), size=count, replace=False)]
-    else:
-        keys = np.zeros(0, dtype=np.int64)
-        while len(keys) < count:
-            b = 2 * (count - len(keys)) + 16
-            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
-            new = np.minimum(u, v) * n + np.maximum(u, v)
-            new = new[u != v]
-            if len(taken):
-                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
-                new = new[taken[at] != new]
-            keys = np.concatenate([keys, new])
-            _, first = np.unique(keys, return_index=True)
-            keys = keys[np.sort(first)]  # distinct, in draw order
-        keys = keys[:count]
-    return np.stack([keys // n, keys % n], axis=1).astype(np.int64)
+    return sample_free_pairs(n, count, taken, rng)
 
 
 def hide_edges(
