@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy.stats import chi2, norm
+from scipy.stats import chi2
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.central import dpggan as dg
@@ -24,6 +24,7 @@ from ldpgraph.simulation.datasets.graph_collections import NotACollectionError, 
 from ldpgraph.simulation.pipeline import check_collection
 
 from ...conftest import needs_mirror
+from ...support.gaussian import gaussian_epsilon
 
 FAST = dict(dpg_steps=30, dpg_q=0.3)
 
@@ -122,19 +123,6 @@ def test_noise_std_is_sigma_times_clip_over_the_divisor():
 # --- accounting and calibration ------------------------------------------------------------------
 
 
-def _gaussian_epsilon(mu: float, delta: float) -> float:
-    """Exact ε at δ of a Gaussian mechanism with sensitivity/std μ (Balle & Wang 2018)."""
-
-    def dlt(eps: float) -> float:
-        return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
-
-    lo, hi = 0.0, 100.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if dlt(mid) > delta else (lo, mid)
-    return hi
-
-
 def test_accountant_against_the_gaussian_closed_form():
     # q = 1 (no subsampling): T Gaussian steps of multiplier σ are one Gaussian of μ = √T/σ
     s = make_protocol(
@@ -142,11 +130,11 @@ def test_accountant_against_the_gaussian_closed_form():
         dpg_calibration="steps", dpg_sigma=20.0, dpg_edge_selection="bernoulli",
     )  # fmt: skip
     plan = s.plan()
-    exact = _gaussian_epsilon(math.sqrt(plan.steps) / 20.0, 1e-5)
+    exact = gaussian_epsilon(math.sqrt(plan.steps) / 20.0, 1e-5)
     assert plan.epsilon_train == pytest.approx(exact, rel=2e-3)
     assert plan.epsilon_train <= 3.0
     # the next step would pass ε (T is the largest within the budget)
-    assert _gaussian_epsilon(math.sqrt(plan.steps + 1) / 20.0, 1e-5) > 3.0 * (1 - 2e-3)
+    assert gaussian_epsilon(math.sqrt(plan.steps + 1) / 20.0, 1e-5) > 3.0 * (1 - 2e-3)
 
 
 def test_calibrated_sigma_spends_the_training_share():

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from scipy.stats import norm
 
 from ldpgraph.protocols.base import RoundResult
 from ldpgraph.protocols.central import privdpr as dpr
@@ -27,6 +26,7 @@ from ldpgraph.simulation.pipeline import run
 from ldpgraph.simulation.splits import split_for
 
 from ...support.central import curator_for, local_and_flower
+from ...support.gaussian import gaussian_epsilon
 
 SMALL = "synthetic:n=160,classes=3,d=8,avg_degree=6,seed=2"
 #: Small and fast: T = 2·⌊160/16⌋ = 20 steps, r = d = 8.
@@ -54,20 +54,6 @@ def _release(name, graph, split, seed=0, refusing=(), **params):
     strategy = make_protocol(name, **{**FAST, **params})
     result = _collect(strategy, graph, refusing)
     return strategy.server_step(0, result, curator_for(graph, split), seed)
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """The exact ε at δ of the Gaussian mechanism with sensitivity/std = μ (Balle & Wang 2018:
-    δ(ε) = Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2)), by bisection: independent of dp-accounting."""
-
-    def dlt(eps: float) -> float:
-        return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
-
-    lo, hi = 0.0, 100.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if dlt(mid) > delta else (lo, mid)
-    return hi
 
 
 # --- registration and the plan ---------------------------------------------------------------
@@ -116,7 +102,7 @@ def test_accountant_matches_the_gaussian_closed_form():
     """PLD's ε of the composed Gaussian is the exact one (within its discretisation, never
     below); RDP's is an upper bound; T compositions are one Gaussian of multiplier z/√T."""
     for mu in (1e-4, 0.02, 0.5, 2.0):
-        exact = _gdp_epsilon(mu, 1e-5)
+        exact = gaussian_epsilon(mu, 1e-5)
         pld = dpr.gaussian_epsilon(mu, 1e-5, "pld")
         assert exact <= pld <= exact * 1.002 + 1e-9, mu
         assert dpr.gaussian_epsilon(mu, 1e-5, "rdp") >= exact
@@ -138,7 +124,7 @@ def test_accountant_calibration_is_reproduced_by_the_closed_form():
     )
     plan = proto.plan(2708)
     mu = math.sqrt(plan.steps) * plan.sensitivity / plan.sigma
-    assert 0.998 <= _gdp_epsilon(mu, 1e-5) <= 1.0
+    assert 0.998 <= gaussian_epsilon(mu, 1e-5) <= 1.0
     assert plan.epsilon == pytest.approx(1.0, rel=1e-6) and plan.epsilon <= 1.0
     # far less noise than the paper's calibration of the same ε
     paper = make_protocol("privdpr", epsilon=1.0, delta=1e-5).plan(2708)
