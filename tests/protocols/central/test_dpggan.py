@@ -302,8 +302,11 @@ def test_every_step_is_noised_at_the_decayed_clip_and_generation_ignores_the_gra
         assert divisor == pytest.approx(0.2 * 5)
     # generation: the same with any graph once training does nothing
     monkeypatch.setattr(dpggan, "_train_step", lambda *a, **k: None)
-    monkeypatch.setattr(dpggan, "dp_generator_gradient",
-                        lambda per_node, *a: {k: v.sum(0) * 0 for k, v in per_node.items()})
+    monkeypatch.setattr(
+        dpggan,
+        "dp_generator_gradient",
+        lambda per_node, *a: {k: v.sum(0) * 0 for k, v in per_node.items()},
+    )
     other = np.array([[0, 2], [1, 3], [2, 4], [0, 3], [1, 4]])
     outs = [dpggan.fit_and_generate(e, 5, plan, strategy.p, False, seed=0, k=0)[0]
             for e in (edges, other)]  # fmt: skip
@@ -411,3 +414,34 @@ def test_noise_reaches_the_generator_only(gan):
         assert a[2].seen is None  # DPGVAE has no discriminator step
     for ga, gb, xa, xb in zip(a[0].seen, b[0].seen, na, nb, strict=True):
         torch.testing.assert_close(ga - gb, 2.0 * (xa - xb) / 3.0)  # std σC = 2, divisor 3
+
+
+def test_encoder_generation_is_an_ablation_with_infinite_epsilon_that_reads_the_graph(
+    monkeypatch,
+):
+    """dpg_generation encoder (the official code's evaluation) embeds the real graph: its
+    report says ε = ∞, and with training stubbed out two graphs of one size and edge count now
+    give different outputs (the prior's generation gives the same, test above)."""
+    from ldpgraph.protocols.central import dpggan
+
+    strategy = make_protocol("dpgvae", dpg_generation="encoder", dpg_steps=3, **_no_steps(FAST))
+    report = strategy.privacy_report()
+    assert report.epsilon == math.inf and report.paper_epsilon < math.inf
+    assert any("not edge-DP" in note and "encoder" in note for note in report.notes)
+    assert make_protocol("dpgvae", dpg_steps=3, **_no_steps(FAST)).privacy_report().epsilon < 1e9
+    monkeypatch.setattr(dpggan, "_train_step", lambda *a, **k: None)
+    monkeypatch.setattr(
+        dpggan,
+        "dp_generator_gradient",
+        lambda per_node, *a: {k: v.sum(0) * 0 for k, v in per_node.items()},
+    )
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [0, 4]])
+    other = np.array([[0, 2], [1, 3], [2, 4], [0, 3], [1, 4]])
+    plan = strategy.plan()
+    outs = [dpggan.fit_and_generate(e, 5, plan, strategy.p, False, seed=0, k=0)[0]
+            for e in (edges, other)]  # fmt: skip
+    assert not np.array_equal(outs[0], outs[1])
+
+
+def _no_steps(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != "dpg_steps"}
