@@ -60,6 +60,7 @@ from ldpgraph.protocols.central.dpggan import (
     DPG_CLIP_DECAY,
     DPG_EDGE_COUNT_SHARE,
     DPG_EDGE_SELECTION,
+    DPG_GENERATION,
     DPG_LAMBDA1,
     DPG_LAMBDA2,
     DPG_LR,
@@ -257,6 +258,7 @@ class RunConfig:
     dpg_edge_count_share: float = _param(DPG_EDGE_COUNT_SHARE.default)
     dpg_sensitivity_multiplier: float = _param(DPG_SENSITIVITY_MULTIPLIER.default)
     dpg_pos_weight: str = _param(DPG_POS_WEIGHT.default)
+    dpg_generation: str = _param(DPG_GENERATION.default)
     # Edge-perturbation baselines (protocols/central/baselines.py; EdgeRand/LapGraph: epsilon)
     edge_ratio: float = _param(EDGE_RATIO.default)
     # PPGSL (empirical, no DP; protocols/central/ppgsl.py)
