@@ -119,7 +119,7 @@ class TorchCurator:
         nobs = obs_t[pi].to(torch.int64) + obs_t[pj].to(torch.int64)
         zeros = nobs - ones
 
-        x, norm = self._rows(x0, features.binary)
+        norm = self._norms(x0, features.binary)
         t_join = _join_threshold(threshold, observed, p)
         on_device = t_join is not None and t_join <= 1.0
         if on_device and features.binary and not features.joins_blockwise(t_join):
@@ -127,10 +127,12 @@ class TorchCurator:
         candidates: list[tuple[np.ndarray, np.ndarray]] = []
         if on_device:
             assert t_join is not None
+            x = self._dense(x0, features.binary)
             dots, ci, cj = self._block_join(x, norm, pi, pj, max(float(t_join), 0.0))
+            del x
             candidates.append(self._verify(features, ci, cj, max(float(t_join), 0.0)))
         else:
-            dots = self._pair_dots(x, pi, pj)
+            dots = self._pair_dots(x0, features.binary, pi, pj)
             if t_join is not None:
                 candidates.append(features.threshold_join(t_join))
         s = _cosine(dots, norm, pi, pj)
@@ -182,28 +184,47 @@ class TorchCurator:
         pairs, ones = torch.unique(keys, sorted=True, return_counts=True)
         return pairs // n, pairs % n, ones.to(torch.int64)
 
-    def _rows(self, x0: np.ndarray, binary: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """The feature rows on the device (0/1 rows as float32: their dot products are exact
-        integer counts; real rows as float64) and their norms, computed as
-        :class:`FeatureRows` computes them."""
-        x0 = np.asarray(x0)
+    def _norms(self, x0: np.ndarray, binary: bool) -> torch.Tensor:
+        """The rows' norms, computed as :class:`FeatureRows` computes them (so the cosines of
+        0/1 rows are the numpy path's to the bit)."""
         if binary:
-            xb = np.asarray(x0, dtype=np.uint8)
-            norm = np.sqrt(xb.sum(axis=1, dtype=np.int64).astype(np.float64))
-            x = _host(xb).to(self.device).to(torch.float32)
+            counts = np.asarray(x0, dtype=np.uint8).sum(axis=1, dtype=np.int64)
+            norm = np.sqrt(counts.astype(np.float64))
         else:
             xd = np.asarray(x0, dtype=np.float64)
             norm = np.sqrt(np.einsum("ij,ij->i", xd, xd))
-            x = _host(xd).to(self.device)
-        return x, torch.from_numpy(norm).to(self.device)
+        return _host(norm).to(self.device)
 
-    def _pair_dots(self, x: torch.Tensor, pi: torch.Tensor, pj: torch.Tensor) -> torch.Tensor:
-        """Dot products of the rows of each pair, in chunks of gathered rows (float64)."""
+    def _dense(self, x0: np.ndarray, binary: bool) -> torch.Tensor:
+        """The rows on the device for all-pairs products: 0/1 rows as float32 (their dot
+        products are integer counts, exact in float32), real rows as float64."""
+        if binary:
+            return _host(np.asarray(x0, dtype=np.uint8)).to(self.device).to(torch.float32)
+        return _host(np.asarray(x0, dtype=np.float64)).to(self.device)
+
+    def _pair_dots(
+        self, x0: np.ndarray, binary: bool, pi: torch.Tensor, pj: torch.Tensor
+    ) -> torch.Tensor:
+        """Dot products of the rows of each pair (float64), in chunks of gathered rows: for
+        0/1 rows the popcount of the AND of their packed 64-bit words (exact), for real rows
+        float64 products."""
+        if binary:
+            packed = np.packbits(np.asarray(x0, dtype=np.uint8), axis=1)
+            pad = (-packed.shape[1]) % 8
+            if pad:
+                packed = np.pad(packed, ((0, 0), (0, pad)))
+            x = _host(np.ascontiguousarray(packed).view(np.int64)).to(self.device)
+        else:
+            x = self._dense(x0, binary)
         out = torch.empty(pi.numel(), dtype=torch.float64, device=self.device)
         step = max(1, self.gather_entries // max(x.shape[1], 1))
         for lo in range(0, pi.numel(), step):
             a, b = pi[lo : lo + step], pj[lo : lo + step]
-            out[lo : lo + a.numel()] = (x[a] * x[b]).sum(dim=1).to(torch.float64)
+            if binary:
+                dots = _popcount(x[a] & x[b])
+            else:
+                dots = (x[a] * x[b]).sum(dim=1)
+            out[lo : lo + a.numel()] = dots.to(torch.float64)
         return out
 
     def _block_join(
@@ -316,6 +337,22 @@ def _is_pair(sorted_keys: torch.Tensor, keys: np.ndarray) -> np.ndarray:
     k = torch.from_numpy(keys).to(sorted_keys.device)
     at = torch.searchsorted(sorted_keys, k).clamp_(max=sorted_keys.numel() - 1)
     return (sorted_keys[at] == k).cpu().numpy()
+
+
+_M1, _M2, _M4 = 0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F
+
+
+def _popcount(w: torch.Tensor) -> torch.Tensor:
+    """Set bits of each row of int64 words (torch has no popcount): the SWAR bit count of
+    every word, summed over the row. Every mask is clear of the sign bit, so the arithmetic
+    shifts of negative words count right too."""
+    w = w - ((w >> 1) & _M1)
+    w = (w & _M2) + ((w >> 2) & _M2)
+    w = (w + (w >> 4)) & _M4
+    w = w + (w >> 8)
+    w = w + (w >> 16)
+    w = w + (w >> 32)
+    return (w & 0x7F).sum(dim=-1)
 
 
 def _host(a: np.ndarray) -> torch.Tensor:

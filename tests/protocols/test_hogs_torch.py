@@ -173,6 +173,20 @@ def test_the_device_setting_resolves_like_training(monkeypatch):
     assert TorchCurator.for_run("cpu") is None
 
 
+def test_popcount_of_int64_words_counts_the_sign_bit_too():
+    from ldpgraph.protocols.ldp.hogs_torch import _popcount
+
+    info = np.iinfo(np.int64)
+    w = np.random.default_rng(0).integers(info.min, info.max, 10_000, dtype=np.int64)
+    w[:4] = [-1, 0, info.min, info.max]
+    got = _popcount(torch.from_numpy(w)[:, None]).numpy()
+    np.testing.assert_array_equal(got, np.bitwise_count(w.view(np.uint64)))
+    assert got[:4].tolist() == [64, 0, 1, 63]
+    rows = torch.from_numpy(w[:9_999].reshape(-1, 3))  # a row's words are summed
+    want = np.bitwise_count(w[:9_999].view(np.uint64)).reshape(-1, 3).sum(axis=1)
+    np.testing.assert_array_equal(_popcount(rows).numpy(), want)
+
+
 def test_no_reports_and_no_pairs():
     """An empty round (every node dropped) and a graph whose reports hold no 1-bit."""
     n, d = 6, 5
