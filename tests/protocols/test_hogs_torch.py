@@ -242,3 +242,26 @@ def test_cuda_real_features_give_the_same_edges():
     np.testing.assert_array_equal(i, a.i)
     np.testing.assert_array_equal(j, a.j)
     np.testing.assert_allclose(prob, a.prob, rtol=1e-12, atol=0)
+
+
+@pytest.mark.gpu
+def test_a_cuda_run_reconstructs_and_trains_on_the_gpu():
+    """``--device cuda`` end to end: the curator and training on the GPU, the release's edges
+    those of the same run on the CPU."""
+    from ldpgraph.simulation import pipeline
+    from ldpgraph.simulation.config import RunConfig
+
+    base = dict(
+        dataset="synthetic:n=300,classes=3,d=40,seed=1", protocol="hogs", epsilon=6.0,
+        backend="local", epochs=5, seed=2,
+    )  # fmt: skip
+    releases = {}
+    for device in ("cpu", "cuda"):
+        config = RunConfig(device=device, **base)
+        releases[device], _ = pipeline.release(config, pipeline.prepare(config).graph)
+    assert releases["cuda"].stats["curator_device"].startswith("cuda")
+    np.testing.assert_array_equal(releases["cuda"].edges, releases["cpu"].edges)
+    np.testing.assert_allclose(releases["cuda"].x, releases["cpu"].x, rtol=2 * F32, atol=1e-30)
+    record = pipeline.run(RunConfig(device="cuda", **base))
+    assert record["training"]["device"].startswith("cuda")
+    assert record["fingerprint"] == releases["cuda"].fingerprint()

@@ -54,14 +54,19 @@ def test_memory_grows_with_the_release_and_sparse_inputs_cost_less():
 
 def test_the_estimate_is_within_a_factor_of_a_measured_epoch():
     """GCN on 4·10^4 nodes with dense 0/1 features (what HoGS releases), on the CPU: the
-    estimate and a measured epoch agree to a factor of 4 (on the development machine, loaded,
-    they were within 1.6 of each other from 3·10^4 to 10^5 nodes and every model)."""
+    estimate and a measured epoch (the median after the first, which also builds the cached
+    normalisation) agree to a factor of 3 (on the development machine, loaded, they were
+    within 1.6 of each other from 3·10^4 to 10^5 nodes and every model)."""
+    import time
+
     edges, x, y, split = _graph(40_000, 64, 10, 0.4)
-    cfg = TrainConfig(model="gcn", epochs=3)
+    cfg = TrainConfig(model="gcn", epochs=6)
     est = estimate(40_000, len(edges), x, cfg, 4, "cpu")
-    got = train_and_evaluate(edges, x, y, split, cfg, seed=0, device="cpu")
-    measured = got["train_seconds"] / got["epochs_run"]
-    assert est.seconds_per_epoch / 4 <= measured <= 4 * est.seconds_per_epoch
+    stamps: list[float] = []
+    train_and_evaluate(edges, x, y, split, cfg, seed=0, device="cpu",
+                       progress=lambda e, v: stamps.append(time.perf_counter()))  # fmt: skip
+    measured = float(np.median(np.diff(stamps)))
+    assert est.seconds_per_epoch / 3 <= measured <= 3 * est.seconds_per_epoch
 
 
 def test_a_gpu_is_warned_only_when_the_release_may_not_fit(monkeypatch):
