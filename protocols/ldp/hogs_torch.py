@@ -37,8 +37,10 @@ from .similarity import FeatureRows
 #: How much below t the device's filter admits pairs (float32 rounding); every candidate is
 #: verified with the exact cosine, as in :meth:`FeatureRows.block_candidates`.
 JOIN_SLACK = 1e-5
-#: Entries of one block of all-pairs products (rows × n) on the device.
-BLOCK_ENTRIES = 1 << 26
+#: Entries of one block of all-pairs products (rows × n): on a GPU 1 GiB of float32 (fewer,
+#: larger products; the block and its filter take about three times that), elsewhere 128 MiB.
+BLOCK_ENTRIES = {"cuda": 1 << 28}
+BLOCK_ENTRIES_DEFAULT = 1 << 25
 #: Entries (pairs × d) of one chunk of gathered feature rows.
 GATHER_ENTRIES = 1 << 25
 #: The verification margin of the numpy join (``s >= t - 1e-9``), kept identical.
@@ -69,17 +71,20 @@ class TorchCurator:
 
     Args:
         device: any torch device ("cuda", "cuda:1", "cpu" for tests and comparisons).
-        block_entries: entries of one block of all-pairs products in the (0,0) join.
+        block_entries: entries of one block of all-pairs products in the (0,0) join (default:
+            :data:`BLOCK_ENTRIES` for the device's type).
         gather_entries: entries of one chunk of gathered feature rows.
     """
 
     def __init__(
         self,
         device: str | torch.device,
-        block_entries: int = BLOCK_ENTRIES,
+        block_entries: int | None = None,
         gather_entries: int = GATHER_ENTRIES,
     ) -> None:
         self.device = torch.device(device)
+        if block_entries is None:
+            block_entries = BLOCK_ENTRIES.get(self.device.type, BLOCK_ENTRIES_DEFAULT)
         self.block_entries = int(block_entries)
         self.gather_entries = int(gather_entries)
 
@@ -149,9 +154,10 @@ class TorchCurator:
         keys = [kept_keys]
         probs = [kept_prob]
         joined = 0
+        pair_keys = pi * n + pj  # ascending, as torch.unique returned them
         for ci, cj in candidates:
             joined += ci.size
-            fresh = ~_is_pair(pi * n + pj, ci * n + cj)
+            fresh = ~_is_pair(pair_keys, ci * n + cj)
             ci, cj = ci[fresh], cj[fresh]
             zero_bits = observed[ci].astype(np.int64) + observed[cj]
             cp = posterior(features.cosine(ci, cj), np.zeros_like(zero_bits), zero_bits, p)
