@@ -1,4 +1,5 @@
-# ldpgraph: `make run` runs the default HoGS experiment, `make test` runs the test suite.
+# ldpgraph: `make run` runs the default HoGS experiment, `make test` runs the test suite,
+# `make test-gpu` the CUDA path's tests and benchmark (on a machine with a GPU).
 # Both create .venv when missing and install into it; torch is pinned by constraints.txt
 # (an unpinned torch would pull several GB of CUDA wheels).
 
@@ -16,7 +17,7 @@ export LDPGRAPH_DATA := $(DATA)
 RECORD_DATA = printf '%s\n' '$(abspath $(DATA))' > $(VENV)/ldpgraph-data-root
 export FLWR_TELEMETRY_ENABLED := 0
 
-.PHONY: run test test-fast install install-test lint bench clean
+.PHONY: run test test-fast test-gpu install install-test lint bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +50,18 @@ test-fast: $(VENV)/.installed-test
 	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -m "not slow"
+
+# The CUDA path, on a machine with a CUDA GPU: the tests marked `gpu` (skipped elsewhere), then
+# benchmarks/bench_gpu.py (HoGS's numpy curator beside the torch one on the GPU, n = 10^4 and
+# 10^5). Without a GPU it says so and fails: there is nothing of the CUDA path to run.
+test-gpu: $(VENV)/.installed-test
+	@$(RECORD_DATA)
+	@$(PY) -c "import sys, torch; ok = torch.cuda.is_available(); \
+	why = 'this torch is a CPU-only build' if torch.version.cuda is None else 'torch sees no CUDA GPU'; \
+	ok or print(f'make test-gpu: {why} on this machine, so there is no GPU test or benchmark to run (make test runs the rest)', file=sys.stderr); \
+	sys.exit(0 if ok else 2)"
+	$(PY) -m pytest -q -m gpu
+	$(PY) benchmarks/bench_gpu.py
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

@@ -125,7 +125,8 @@ AUTO_SUPERNODES = 256
 #: Sanity bounds on the model and its training (far above anything useful on these graphs).
 MAX_EPOCHS = 100_000
 MAX_HIDDEN = 16_384
-#: Training devices: auto (the GPU when there is one), cpu, cuda or cuda:N.
+#: Devices of the curator's reconstruction (HoGS) and of training: auto (the GPU when there is
+#: one), cpu, cuda or cuda:N.
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
@@ -330,7 +331,10 @@ class RunConfig:
         "flower", "run", "how reports are collected: " + ", ".join(BACKENDS),
         choices=BACKENDS, result=False,
     )  # fmt: skip
-    device: str = key("auto", "run", "training device: auto, cpu, cuda", result=False)
+    device: str = key(
+        "auto", "run", "device of HoGS's reconstruction and of training: auto, cpu, cuda",
+        result=False,
+    )  # fmt: skip
     nodes_per_client: int = key(
         0,
         "run",

@@ -355,6 +355,9 @@ def run(
         say(f"released a {released.kind}; no metrics (--metrics none)")
     elif released.kind == "graph" and "accuracy" in _metrics(config):
         say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
+        cost = training_notice(config, released, prepared.original.num_classes)
+        if cost:
+            say(cost)
     else:  # a model is scored as released; a set of graphs is evaluated by its metrics
         say(f"evaluating the released {released.kind}")
     trains = released.kind == "graph" and "accuracy" in _metrics(config)
@@ -371,6 +374,18 @@ def run(
     if ebar:
         ebar.close()
     return result
+
+
+def training_notice(config: RunConfig, release: Release, num_classes: int) -> str | None:
+    """What training ``release`` will cost, for a large release (None otherwise): on the CPU
+    the estimated memory and time, on a GPU a warning only if it may not fit (see
+    :mod:`ldpgraph.server.training_cost`)."""
+    from ldpgraph.server.training import TrainConfig, resolve_device
+    from ldpgraph.server.training_cost import notice
+
+    device = resolve_device(None if config.device == "auto" else config.device)
+    train = TrainConfig.from_mapping(config.to_dict())
+    return notice(release.num_nodes, release.num_edges, release.x, train, num_classes, device)
 
 
 def _bar(total: int, unit: str, enabled: bool):

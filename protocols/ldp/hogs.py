@@ -37,46 +37,11 @@ from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .node_reports import noisy_features, noisy_row
+from .posterior import posterior, similarity_threshold
 from .similarity import FeatureRows
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5
-
-
-def likelihoods(p: float) -> tuple[np.ndarray, np.ndarray]:
-    """Tables l[ones, zeros] and l'[ones, zeros] of Eqs. (7)–(8), generalised to pairs where a
-    bit is missing: each observed bit contributes (1−p or p) under an edge and (p or 1−p) under
-    a non-edge, and a missing bit contributes 1.
-
-    With both bits observed this is the paper's table: (1,1) → (1−p)², p²; (1,0) → p(1−p) for
-    both; (0,0) → p², (1−p)². With one bit b observed and the other missing (its node did not
-    reply), the likelihood of b alone is Pr[b | edge] = 1−p if b = 1 else p, and
-    Pr[b | no edge] = p if b = 1 else 1−p, so P = (1−p)s / ((1−p)s + p(1−s)) for a reported 1
-    and P = p·s / (p·s + (1−p)(1−s)) for a reported 0. With no bit observed, P = s (the prior).
-    """
-    q = 1.0 - p
-    l_edge = np.array([[1.0, p, p * p], [q, p * q, np.nan], [q * q, np.nan, np.nan]])
-    l_none = np.array([[1.0, q, q * q], [p, p * q, np.nan], [p * p, np.nan, np.nan]])
-    return l_edge, l_none
-
-
-def posterior(s: np.ndarray, ones: np.ndarray, zeros: np.ndarray, p: float) -> np.ndarray:
-    """P_ij of Eq. (9) for pairs with ``ones`` reported 1-bits and ``zeros`` reported 0-bits."""
-    l_edge, l_none = likelihoods(p)
-    le = l_edge[ones, zeros]
-    ln = l_none[ones, zeros]
-    num = le * s
-    return num / (num + ln * (1.0 - s))
-
-
-def similarity_threshold(t: float, ones: int, zeros: int, p: float) -> float:
-    """The s above which P ≥ t, for a pair with the given bits: t·l' / (l(1−t) + t·l').
-
-    (1,1): t / (t + (1−t)r), (1,0): t, (0,0): t·r / (t·r + 1 − t), with r = ((1−p)/p)².
-    """
-    l_edge, l_none = likelihoods(p)
-    le, ln = l_edge[ones, zeros], l_none[ones, zeros]
-    return float(t * ln / (le * (1.0 - t) + t * ln))
 
 
 @dataclass
@@ -375,18 +340,38 @@ class HogsProtocol(LdpProtocol):
         rows = FeatureRows(x0)
         steps = 0 if p.public_features else p.steps
         need = min(p.tau, FR_THRESHOLD) if steps > 0 else p.tau
-        topo = reconstruct_topology(
-            reported, observed, rows, flip_probability(p.eps_adjacency), need
-        )
+        flip = flip_probability(p.eps_adjacency)
+        gpu = accelerator(curator.device)
+        if gpu is None:
+            topo = reconstruct_topology(reported, observed, rows, flip, need)
+        else:
+            topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need))
         in_graph = topo.prob >= p.tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
-        x = x0 if p.public_features else reconstruct_features(x0, topo.i, topo.j, topo.prob, steps)
+        if p.public_features:
+            x = x0
+        elif gpu is None:
+            x = reconstruct_features(x0, topo.i, topo.j, topo.prob, steps)
+        else:
+            x = gpu.features(x0, topo.i, topo.j, topo.prob, steps, FR_THRESHOLD)
         stats = dict(topo.stats)
         stats["adjacency_reports"] = int(observed.sum())
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         return hogs_privacy_report(self.name, self.params, num_features)
+
+
+def accelerator(device: str) -> Any:
+    """HoGS's torch curator (:class:`~ldpgraph.protocols.ldp.hogs_torch.TorchCurator`) when
+    the run computes on a CUDA device, else None (this module's numpy path). The device is the
+    server's own setting: nothing of it reaches the nodes. Imported here, so the client's import
+    path stays free of torch."""
+    if device == "cpu":
+        return None
+    from .hogs_torch import TorchCurator
+
+    return TorchCurator.for_run(device)
 
 
 def hogs_privacy_report(name: str, p: HogsParams, num_features: int | None = None) -> PrivacyReport:

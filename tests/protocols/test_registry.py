@@ -243,7 +243,7 @@ assert not bad, bad
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     loaded = {m.rsplit(".", 1)[1] for m in eval(out.stdout)}
-    assert loaded == {"hogs", "rr", "assemble", "node_reports", "similarity"}, loaded
+    assert loaded == {"hogs", "rr", "assemble", "node_reports", "posterior", "similarity"}, loaded
 
 
 @pytest.fixture

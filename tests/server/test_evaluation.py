@@ -94,8 +94,10 @@ def test_accuracy_on_a_graph_release_is_todays_training(small):
     graph, split = small
     release = Release(graph.edges, graph.x, _privacy())
     cfg = TrainConfig(epochs=5)
-    out = evaluation.evaluate(["accuracy"], EvaluationContext(graph, split, release, cfg, 0))
-    direct = train_and_evaluate(graph.edges, graph.x, graph.y, split, cfg, 0)
+    # Both on the CPU, where a seed gives the same bits (tests/server/test_training.py).
+    ctx = EvaluationContext(graph, split, release, cfg, 0, device="cpu")
+    out = evaluation.evaluate(["accuracy"], ctx)
+    direct = train_and_evaluate(graph.edges, graph.x, graph.y, split, cfg, 0, device="cpu")
     assert out["accuracy"] == {
         "val": direct["val_acc"],
         "test": direct["test_acc"],

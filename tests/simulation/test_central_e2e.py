@@ -69,8 +69,8 @@ def test_model_release_is_scored_on_labels_it_never_saw(tmp_path):
 def test_flower_backend_releases_what_the_local_backend_releases():
     """The same seed gives the same raw uploads through Flower's simulation engine, so the same
     release; every virtual SuperNode's nodes answered the plain upload."""
-    local = run(_config("toy-degree", seed=4))
-    flower = run(_config("toy-degree", backend="flower", seed=4, ray_actors=2))
+    local = run(_config("toy-degree", seed=4, device="cpu"))  # same bits: on the CPU
+    flower = run(_config("toy-degree", backend="flower", seed=4, ray_actors=2, device="cpu"))
     assert flower["fingerprint"] == local["fingerprint"]
     (counts,) = flower["release"]["collection"]["rounds"]
     assert counts["replied"] == 120 and counts["missing"] == 0

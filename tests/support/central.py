@@ -26,13 +26,14 @@ def curator_for(graph, split, labels: bool = True, **kw: Any) -> CuratorView:
 
 def local_and_flower(config) -> tuple[dict[str, Any], dict[str, Any]]:
     """The records of one run configuration on the local backend and on Flower's simulation
-    engine (two Ray actors), which must agree: same release fingerprint, same accuracy."""
+    engine (two Ray actors), which must agree: same release fingerprint, same accuracy. Both on
+    the CPU, where a seed gives the same bits (a GPU's kernels may sum in another order)."""
     from dataclasses import replace
 
     from ldpgraph.simulation.pipeline import run
 
-    local = run(replace(config, backend="local"))
-    flower = run(replace(config, backend="flower", ray_actors=2))
+    local = run(replace(config, backend="local", device="cpu"))
+    flower = run(replace(config, backend="flower", ray_actors=2, device="cpu"))
     assert flower["release_kind"] == local["release_kind"]
     assert flower["fingerprint"] == local["fingerprint"]
     assert flower["accuracy"] == local["accuracy"]

@@ -15,7 +15,7 @@ from ldpgraph.server import evaluation
 from ldpgraph.server.evaluation.attack import pair_cosine, structural_scores
 
 from ...support.toy_central import MajorityModel
-from .conftest import no_privacy
+from .conftest import CPU, no_privacy
 
 ATTACKS = ("cn", "aa", "ra", "jaccard", "feature_cosine", "embedding_cosine")
 
@@ -59,7 +59,7 @@ def test_attack_on_a_release_with_the_hidden_edges_is_caught(er):
     # far more than 0.5 on the same graph where the held release gave ~0.5.
     graph, prepared, ctx, _out = er
     leaked = Release(graph.edges, graph.x, no_privacy())
-    ctx2 = evaluation.EvaluationContext(graph, ctx.split, leaked, None, 0)
+    ctx2 = evaluation.EvaluationContext(graph, ctx.split, leaked, None, 0, device=CPU)
     out = evaluation.evaluate(["attack"], ctx2, prepared.held_out)
     assert out["attack"]["embedding_cosine"] > 0.7
 
@@ -67,13 +67,13 @@ def test_attack_on_a_release_with_the_hidden_edges_is_caught(er):
 def test_a_model_release_is_skipped_and_a_missing_hidden_set_refused(sbm):
     graph, _prepared, ctx, _out = sbm
     model = Release.of_model(MajorityModel(0), graph.num_nodes, no_privacy())
-    ctx_model = evaluation.EvaluationContext(graph, ctx.split, model, None, 0)
+    ctx_model = evaluation.EvaluationContext(graph, ctx.split, model, None, 0, device=CPU)
     out = evaluation.evaluate(["lp", "attack"], ctx_model, {})
     assert set(out["skipped_metrics"]) == {"lp", "attack"}
     with pytest.raises(ValueError, match="hid none"):
         evaluation.evaluate(["attack"], ctx, {})
     few = Release(ctx.release.edges[:3], ctx.release.x[:10], no_privacy())
-    ctx_few = evaluation.EvaluationContext(graph, ctx.split, few, None, 0)
+    ctx_few = evaluation.EvaluationContext(graph, ctx.split, few, None, 0, device=CPU)
     with pytest.raises(ValueError, match="original 600 nodes; it has 10"):
         evaluation.evaluate(["attack"], ctx_few, _prepared.held_out)
 
@@ -98,7 +98,7 @@ def test_protected_pairs_are_scored_against_true_non_links(sbm):
     removed = Release(rest, prepared.graph.x, no_privacy(), protected=protected)
     results = {}
     for name, release in (("kept", kept), ("removed", removed)):
-        c = evaluation.EvaluationContext(graph, ctx.split, release, None, 0)
+        c = evaluation.EvaluationContext(graph, ctx.split, release, None, 0, device=CPU)
         results[name] = evaluation.evaluate(["attack"], c, prepared.held_out)["attack"]
     assert results["kept"]["protected"]["count"] == 60
     section = results["kept"]["protected"]
@@ -110,10 +110,10 @@ def test_protected_pairs_are_scored_against_true_non_links(sbm):
     n = graph.num_nodes
     noise = canonical_edges(rng.integers(0, n, size=(len(rest), 2)), n)
     blind = Release(noise, np.zeros((n, 0), np.float32), no_privacy(), protected=protected)
-    c = evaluation.EvaluationContext(graph, ctx.split, blind, None, 0)
+    c = evaluation.EvaluationContext(graph, ctx.split, blind, None, 0, device=CPU)
     scored = evaluation.evaluate(["attack"], c, prepared.held_out)["attack"]["protected"]
     assert scored["max"] < 0.75
-    c = evaluation.EvaluationContext(graph, ctx.split, removed, None, 0)
+    c = evaluation.EvaluationContext(graph, ctx.split, removed, None, 0, device=CPU)
     pairs, labels = protected_targets(c, held)
     non = pair_keys(pairs[labels == 0], n)
     assert len(np.unique(non)) == 60
@@ -123,6 +123,6 @@ def test_protected_pairs_are_scored_against_true_non_links(sbm):
     np.testing.assert_array_equal(pairs, again)
     # a declared pair that is no edge of the original graph is refused
     bogus = Release(rest, prepared.graph.x, no_privacy(), protected=pairs[labels == 0][:3])
-    c = evaluation.EvaluationContext(graph, ctx.split, bogus, None, 0)
+    c = evaluation.EvaluationContext(graph, ctx.split, bogus, None, 0, device=CPU)
     with pytest.raises(ValueError, match="not edges of the original graph"):
         evaluation.evaluate(["attack"], c, prepared.held_out)

@@ -16,7 +16,7 @@ from ldpgraph.server.record import json_default
 from ldpgraph.simulation import pipeline
 from ldpgraph.simulation.config import RunConfig
 
-from .conftest import held_release, no_privacy
+from .conftest import CPU, held_release, no_privacy
 
 
 def test_lp_ranks_hidden_links_of_a_clustered_graph(sbm):
@@ -46,7 +46,7 @@ def test_lp_is_seeded_and_shares_one_gae_with_attack(sbm, monkeypatch):
 def test_an_edgeless_release_scores_at_chance(sbm):
     graph, prepared, ctx, _out = sbm
     empty = Release(np.zeros((0, 2), dtype=np.int64), graph.x, no_privacy())
-    ctx_empty = evaluation.EvaluationContext(graph, ctx.split, empty, None, 0)
+    ctx_empty = evaluation.EvaluationContext(graph, ctx.split, empty, None, 0, device=CPU)
     out = evaluation.evaluate(["lp", "attack"], ctx_empty, prepared.held_out)
     assert out["lp"]["auc"] == out["lp"]["auc_dot"] == 0.5
     assert out["attack"]["cn"] == out["attack"]["embedding_cosine"] == 0.5
