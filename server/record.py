@@ -290,8 +290,41 @@ def _graph_stats_lines(name: str, section: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _attack_lines(name: str, section: dict[str, Any]) -> list[str]:
+    """The attack metric: every attack's AUC and the strongest (with its name), then the same
+    for the protected pairs, where the release declares some (with the strongest of the
+    attacks that read the graph)."""
+
+    def cells(part: dict[str, Any]) -> list[str]:
+        out = [
+            f"{k} {_num(v)}"
+            for k, v in part.items()
+            if isinstance(v, float) and k not in ("max", "max_graph")
+        ]
+        out.append(f"max {_num(part.get('max'))} ({part.get('best')})")
+        if "max_graph" in part:
+            out.append(f"max_graph {_num(part['max_graph'])} ({part.get('best_graph')})")
+        return out
+
+    def wrap(title: str, row: list[str]) -> list[str]:
+        lines, line, filled = [], f"  {title:<13} ", False
+        for cell in row:  # a cell is never split across lines
+            if filled and len(line) + len(cell) > 100:
+                lines.append(line.rstrip())
+                line = " " * 16
+            line, filled = line + cell + "   ", True
+        return [*lines, line.rstrip()]
+
+    lines = wrap(name, cells(section))
+    protected = section.get("protected")
+    if isinstance(protected, dict):
+        lines += wrap("  protected", [f"count {protected.get('count')}", *cells(protected)])
+    return lines
+
+
 #: Summary lines of a metric section, by section name; any other section gets one generic line.
 SECTION_LINES = {
+    "attack": _attack_lines,
     "graph_stats": _graph_stats_lines,
     "collection_stats": collection_summary_lines,
 }

@@ -132,3 +132,39 @@ def held_out_of(ctx_held_out: object, metric: str) -> HeldOut:
             "(run it through ldpgraph.simulation.pipeline, which prepares every chosen metric)"
         )
     return ctx_held_out
+
+
+def release_training_pairs(
+    edges: np.ndarray,
+    num_nodes: int,
+    exclude: np.ndarray,
+    size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What a classifier attack trains on: up to ``size`` of the release's ``edges`` (label 1)
+    and as many of its non-edges (label 0), none of them among the ``exclude`` pairs (the
+    targets the attack will score: it is handed them unlabelled and never trains on them).
+    The non-edges are uniform over the release's other non-edges; fewer non-edges than
+    positives leaves fewer positives (a near-complete release). Returns ``[2k, 2]`` pairs
+    (positives first) and their 0/1 labels; empty when the release has no usable edge.
+
+    Args:
+        edges: the release's canonical ``[m, 2]`` edges.
+        num_nodes: node count.
+        exclude: ``[t, 2]`` target pairs (either orientation).
+        size: positives at most (a uniform subset of the usable edges above it).
+        rng: the draws.
+    """
+    n = int(num_nodes)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    banned = np.unique(pair_keys(exclude, n))
+    keys = pair_keys(edges, n)
+    usable = edges[~np.isin(keys, banned)]
+    taken = np.union1d(keys, banned)
+    size = min(len(usable), size, n * (n - 1) // 2 - len(taken))
+    if size <= 0:
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    pos = usable if size == len(usable) else usable[rng.choice(len(usable), size, replace=False)]
+    neg = sample_free_pairs(n, size, taken, rng)
+    labels = np.concatenate([np.ones(size), np.zeros(size)]).astype(np.int64)
+    return np.concatenate([pos, neg]), labels

@@ -210,13 +210,11 @@ def write_comparison_report(
         "original graph (a median: a dense release's triangle count is off by 10^3-10^5 and "
         "would swamp a mean; metrics.md has each statistic's MRE). LP AUC: hidden links "
         "against hidden non-links, ranked by a scorer "
-        "trained on the release. Max attack AUC: the strongest of CN, AA, RA, Jaccard, feature "
-        "cosine and embedding cosine on the same hidden pairs (0.5: the attacker learns "
-        "nothing). Formal ε: what the run's privacy report states (dp-accounting where the "
-        "protocol has an accountant); local and central ε are different guarantees.\n\n"
-        + md
-        + "\n\n"
-        + "\n\n".join(figures)
-        + "\n"
+        "trained on the release. Max attack AUC: the strongest attack each run recorded on "
+        "the same hidden pairs (0.5: the attacker learns nothing): CN, AA, RA, Jaccard, feature "
+        "cosine and embedding cosine, and in runs made since they exist GAE+SVM, node2vec "
+        "cosine and SVM and SEAL-lite (metrics.md lists each). Formal ε: what the run's "
+        "privacy report states (dp-accounting where the protocol has an accountant); local "
+        "and central ε are different guarantees.\n\n" + md + "\n\n" + "\n\n".join(figures) + "\n"
     )
     return written, ["", f"Side by side: [{path.name}]({path.name})."]

@@ -155,3 +155,29 @@ def test_the_summary_shows_the_graph_statistics_and_any_other_metric():
     assert "weighted: the 2 of 4 released pairs" in text
     assert "  lp            auc 0.8123   hidden 1055" in text
     assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_the_summary_shows_every_attack_and_the_strongest():
+    """Ten attacks and their maximum on the hidden links, then the protected pairs' (a
+    generic section line would cut them at eight); no cell is split across lines."""
+    from ldpgraph.server.evaluation.attack import ATTACKS
+
+    rec = record()
+    aucs = {name: 0.5 + i / 100 for i, name in enumerate(ATTACKS)}
+    rec["attack"] = {**aucs, "max": 0.59, "best": "seal"}
+    rec["attack"]["protected"] = {
+        **aucs,
+        "max": 0.59,
+        "best": "seal",
+        "max_graph": 0.59,
+        "best_graph": "seal",
+        "count": 380,
+    }
+    lines = summary(rec).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  attack"))
+    block = "\n".join(lines[start : start + 6])
+    for name, auc in aucs.items():
+        assert block.count(f"{name} {auc:.4g}") == 2, name
+    assert "max 0.59 (seal)" in block and "max_graph 0.59 (seal)" in block
+    assert "    protected   count 380" in block
+    assert all(len(line) <= 100 for line in lines)

@@ -50,3 +50,13 @@ def sbm():
 def er(sbm):
     graph = erdos_renyi(N, sbm[0].num_edges, 50, seed=5)
     return graph, *held_release(graph)
+
+
+@pytest.fixture
+def quick_seal(monkeypatch):
+    """SEAL-lite on 300 training links, 2 epochs: for tests that evaluate ``attack`` again
+    only to check something else (the package fixtures above run the real settings)."""
+    from ldpgraph.server.evaluation import seal
+
+    monkeypatch.setattr(seal, "TRAIN_PAIRS", 300)
+    monkeypatch.setattr(seal, "EPOCHS", 2)
