@@ -91,7 +91,8 @@ class ReportedPairs:
     Args:
         reported: the n × n CSR of reported 1-bits (:func:`.assemble.adjacency_reports`);
             every stored entry is a 1-bit, whatever value it stores.
-        block_entries: entries of R per block while regrouping (memory of one block).
+        block_entries: entries of R per block while regrouping (memory of one block; at
+            least n) and per block of :attr:`num_pairs`'s pass.
     """
 
     def __init__(self, reported: sp.csr_matrix, block_entries: int | None = None) -> None:
@@ -103,9 +104,12 @@ class ReportedPairs:
         self.reported = reported
         self.n = n = int(reported.shape[0])
         indptr = reported.indptr
+        # Regrouping a block costs O(n) besides its entries (a CSC pointer over all columns),
+        # so its blocks hold n entries at least.
+        regroup = max(BLOCK_ENTRIES if block_entries is None else block_entries, n)
         # Pass 1: how many lower-triangle bits each column receives.
         counts = np.zeros(n, dtype=np.int64)
-        for a, b in row_blocks(indptr, block_entries):
+        for a, b in row_blocks(indptr, regroup):
             rows, cols = self._entries(a, b)
             low = cols < rows
             np.add.at(counts, cols[low], 1)
@@ -116,7 +120,7 @@ class ReportedPairs:
         # Pass 2: each block's lower bits, regrouped by column (a linear CSR → CSC pass), go
         # after what earlier blocks (smaller rows) put there, so every list stays sorted.
         cursor = self.lower_indptr[:-1].copy()
-        for a, b in row_blocks(indptr, block_entries):
+        for a, b in row_blocks(indptr, regroup):
             rows, cols = self._entries(a, b)
             low = cols < rows
             if not low.any():
