@@ -41,10 +41,15 @@ way: pairs with |β_i + β_j| < 2 are summed exactly, pairs with s = β_i + β_j
 alternating series σ(s) = Σ_{k≥1} (−1)^{k+1} e^{ks} truncated after 18 terms (relative error
 ≲ e^{−36} ≈ 3e-16) over prefix sums of e^{kβ_j} in sorted order, and pairs with s ≥ 2 through
 σ(s) = 1 − σ(−s) over suffix sums of e^{−kβ_j}: O(18·n + n log n + #pairs with |s| < 2) per
-iteration instead of n². Hybrid's K needs Σ P over all pairs, which is the same row sum on
+iteration instead of n². Nodes of equal (clamped) degree have equal β throughout, so all but the
+prefix sums run once per distinct degree (a few dozen values), and the exact band costs
+O(#degrees · band); the prefix sums still run over the n sorted nodes, so that β is bit for bit
+the node-by-node fixed point. Hybrid's K needs Σ P over all pairs, which is the same row sum on
 γ corrected on the reported pairs; its threshold t is found by enumerating the unreported pairs
 with the largest sums (about K/2 of them, doubled until one falls below t, which proves that no
-pair left out reaches t).
+pair left out reaches t). The reported pairs are read block by block from the reports
+(:class:`.reported_pairs.ReportedPairs`), never as a transpose or as arrays of all pairs (only
+hybrid holds one float64 P per reported pair, to find t).
 
 Soft, precisely: the release holds every pair with P_ij ≥ ``min_weight``; dropped are the pairs
 below it, which in the dense soft graph would each carry a weight < ``min_weight``. Their total
@@ -57,6 +62,7 @@ is the dense P_ij (to 1e-12: only the β-fit's summation order differs).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +87,7 @@ from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .hogs import FR_THRESHOLD, reconstruct_features
 from .node_reports import noisy_features, noisy_row
+from .reported_pairs import PairBlock, ReportedPairs
 
 VARIANTS = ("hard", "soft", "hybrid")
 
@@ -172,86 +179,167 @@ def sigmoid_row_sums_exact(b: np.ndarray, block: int = _BLOCK) -> np.ndarray:
 def sigmoid_row_sums(b: np.ndarray, block: int = _BLOCK) -> np.ndarray:
     """F_i = Σ_{j≠i} σ(b_i + b_j) without the n² loop (see the module docstring).
 
-    Nodes with equal b get bit-identical sums (their exact and series parts are computed from
-    the same sequences), so ties in b stay ties in everything derived from it.
+    Computed once per distinct value of b (:func:`value_row_sums`), so nodes with equal b get
+    bit-identical sums and ties in b stay ties in everything derived from it.
     """
     b = np.asarray(b, dtype=np.float64)
-    n = b.shape[0]
-    if n == 0:
+    if b.shape[0] == 0:
         return np.zeros(0)
-    lo_b, hi_b = float(b.min()), float(b.max())
-    if lo_b == hi_b:  # all equal (the fit's start, β = 0): n − 1 equal terms
-        return np.full(n, (n - 1) * sigmoid(2.0 * lo_b))
-    if not (max(-lo_b, hi_b) <= SERIES_MAX_ABS):
-        return sigmoid_row_sums_exact(b, block)
-    order = np.argsort(b, kind="stable")
-    bs = b[order]
+    values, inverse, counts = np.unique(b, return_inverse=True, return_counts=True)
+    return value_row_sums(values, counts, lambda: b, block)[inverse]
+
+
+def value_row_sums(
+    values: np.ndarray,
+    counts: np.ndarray,
+    nodes: Callable[[], np.ndarray],
+    block: int = _BLOCK,
+) -> np.ndarray:
+    """F(v) = Σ_{j≠i} σ(v + b_j) for a node i with b_i = v, at each distinct value v of b.
+
+    Args:
+        values: the distinct values of b, ascending.
+        counts: how many nodes hold each value.
+        nodes: returns b itself, node by node (needed only beyond the series' range).
+        block: pairs materialised at once.
+
+    Bit for bit what a node-by-node evaluation gives (the series' prefix sums and the exact
+    band are summed over the n sorted values, in order, as such an evaluation does), at the
+    cost of O(#distinct values) instead of O(n) per node: the β-model's values are those of
+    the clamped noisy degrees, a few dozen distinct integers.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    u = values.shape[0]
+    n = int(counts.sum())
+    if u == 1:  # all equal (the fit's start, β = 0): n − 1 equal terms
+        return np.full(1, (n - 1) * sigmoid(2.0 * values[0]))
+    if not (max(-float(values[0]), float(values[-1])) <= SERIES_MAX_ABS):
+        return _value_row_sums_direct(values, nodes(), block)
+    first = np.zeros(u + 1, dtype=np.int64)  # sorted position of each value's first node
+    np.cumsum(counts, out=first[1:])
     # Sorted positions < lo: s = b_i + b_j < −cut (low series); ≥ hi: s ≥ cut (high series,
-    # σ(s) = 1 − σ(−s)); in between: summed exactly.
-    lo = np.searchsorted(bs, -SERIES_CUT - b, side="left")
-    hi = np.maximum(np.searchsorted(bs, SERIES_CUT - b, side="left"), lo)
-    total = np.zeros(n)
-    # Exact part, by chunks of rows so that at most ~block pairs are materialised at once.
-    count = hi - lo
-    ends = np.cumsum(count)
-    start_row = 0
-    while start_row < n:
-        limit = (ends[start_row - 1] if start_row else 0) + block
-        stop = int(np.searchsorted(ends, limit, side="right"))
-        stop = max(stop, start_row + 1)
-        rows = np.arange(start_row, stop)
-        c = count[rows]
+    # σ(s) = 1 − σ(−s)); in between: summed exactly. Both bounds fall between runs of equal
+    # values, so the band is a range [glo, ghi) of values.
+    glo = np.searchsorted(values, -SERIES_CUT - values, side="left")
+    ghi = np.maximum(np.searchsorted(values, SERIES_CUT - values, side="left"), glo)
+    lo, hi = first[glo], first[ghi]
+    total = np.zeros(u)
+    # Exact part: σ(v + b_j) once per (value, band value), repeated once per node of the band
+    # value, and summed in sorted order; by chunks of values, ~block terms at once.
+    band = ghi - glo
+    ends = np.cumsum(hi - lo)
+    start = 0
+    while start < u:
+        limit = (ends[start - 1] if start else 0) + block
+        stop = max(int(np.searchsorted(ends, limit, side="right")), start + 1)
+        rows = np.arange(start, stop)
+        c = band[rows]
         if c.sum():
             row_of = np.repeat(rows, c)
             offsets = np.repeat(np.cumsum(c) - c, c)
-            pos = np.arange(row_of.shape[0]) - offsets + np.repeat(lo[rows], c)
-            vals = sigmoid(b[row_of] + bs[pos])
-            total[rows] += np.bincount(row_of - start_row, weights=vals, minlength=rows.shape[0])
-        start_row = stop
+            col_of = np.arange(row_of.shape[0]) - offsets + np.repeat(glo[rows], c)
+            vals = sigmoid(values[row_of] + values[col_of])
+            times = counts[col_of]
+            total[rows] += np.bincount(
+                np.repeat(row_of - start, times),
+                weights=np.repeat(vals, times),
+                minlength=rows.shape[0],
+            )
+        start = stop
     # Series parts: σ(s) = Σ_k (−1)^{k+1} e^{ks} for s < −cut over prefix sums of e^{k b_j},
     # and σ(s) = 1 − Σ_k (−1)^{k+1} e^{−ks} for s ≥ cut over suffix sums of e^{−k b_j}.
-    # Powers by repeated products (a few ulps per power), summed smallest term first.
-    up_b, up_s = np.exp(b), np.exp(bs)
-    down_b, down_s = 1.0 / up_b, 1.0 / up_s[::-1]
-    pb, ps, qb, qs = up_b.copy(), up_s.copy(), down_b.copy(), down_s.copy()
-    lows, highs = [], []
-    prefix = np.zeros(n + 1)
-    for _ in range(SERIES_TERMS):
-        np.cumsum(ps, out=prefix[1:])
-        lows.append(pb * prefix[lo])
-        np.cumsum(qs, out=prefix[1:])
-        highs.append(qb * prefix[n - hi])
-        pb, ps, qb, qs = pb * up_b, ps * up_s, qb * down_b, qs * down_s
-    low = np.zeros(n)
-    high = np.zeros(n)
-    for k in range(SERIES_TERMS, 0, -1):
-        sign = 1.0 if k % 2 else -1.0
-        low += sign * lows[k - 1]
-        high += sign * highs[k - 1]
-    return total + low + ((n - hi) - high) - sigmoid(2.0 * b)
+    # Powers by repeated products (a few ulps per power; cumprod multiplies in order), summed
+    # smallest term first; the prefix sums run over the n sorted nodes (a sum of equal terms
+    # is not their product), and only up to the longest prefix read.
+    powers = np.cumprod(np.broadcast_to(np.exp(values), (SERIES_TERMS, u)), axis=0)
+    inverse = np.cumprod(np.broadcast_to(1.0 / np.exp(values), (SERIES_TERMS, u)), axis=0)
+    n_low, n_high = int(glo.max()), u - int(ghi.min())
+    lows = powers * _term_prefix_sums(powers[:, :n_low], counts[:n_low], lo, block)
+    top = _term_prefix_sums(inverse[:, ::-1][:, :n_high], counts[::-1][:n_high], n - hi, block)
+    highs = inverse * top
+    signs = np.where(np.arange(SERIES_TERMS) % 2 == 0, 1.0, -1.0)[::-1, None]
+    low = _sequential_sum(signs * lows[::-1])
+    high = _sequential_sum(signs * highs[::-1])
+    return total + low + ((n - hi) - high) - sigmoid(2.0 * values)
+
+
+def _term_prefix_sums(
+    terms: np.ndarray, counts: np.ndarray, at: np.ndarray, block: int
+) -> np.ndarray:
+    """For each row of ``terms`` (one value per run of equal nodes, ``counts`` nodes each), the
+    sums of the first ``at`` nodes' terms, added node by node in order; ~block at once."""
+    m = int(counts.sum())
+    out = np.zeros((terms.shape[0], at.shape[0]))
+    inside = at > 0
+    rows = max(1, block // max(m, 1))
+    for a in range(0, terms.shape[0], rows):
+        sums = np.cumsum(np.repeat(terms[a : a + rows], counts, axis=1), axis=1)
+        out[a : a + rows, inside] = sums[:, at[inside] - 1]
+    return out
+
+
+def _sequential_sum(rows: np.ndarray) -> np.ndarray:
+    """0 + rows[0] + rows[1] + … in that order, per column."""
+    acc = np.zeros((rows.shape[0] + 1, rows.shape[1]))
+    acc[1:] = rows
+    return np.cumsum(acc, axis=0)[-1]
+
+
+def _value_row_sums_direct(values: np.ndarray, b: np.ndarray, block: int) -> np.ndarray:
+    """F(v) by the direct sum over every node (as :func:`sigmoid_row_sums_exact` sums a row)."""
+    n = b.shape[0]
+    out = np.empty(values.shape[0])
+    rows = max(1, block // max(n, 1))
+    for a in range(0, values.shape[0], rows):
+        v = values[a : a + rows]
+        out[a : a + rows] = sigmoid(v[:, None] + b[None, :]).sum(axis=1) - sigmoid(2.0 * v)
+    return out
 
 
 def fit_beta(
     degrees: np.ndarray,
     max_iter: int = BETA_MAX_ITER,
     tol: float = BETA_TOL,
-    row_sums=sigmoid_row_sums,
+    row_sums: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Blink's β-model fit on (already clamped) degrees: the Jacobi fixed point
     β_i ← log d_i − log Σ_{j≠i} 1/(e^{β_i} + e^{−β_j}) = log d_i − log F_i(β) + β_i from β = 0,
-    until max|Δβ| < tol or ``max_iter`` iterations."""
+    until max|Δβ| < tol or ``max_iter`` iterations.
+
+    Nodes of equal degree have equal β at every iteration, so the fit runs once per distinct
+    degree (:func:`value_row_sums`, bit for bit the node-by-node fixed point); ``row_sums``,
+    a node-by-node F (e.g. :func:`sigmoid_row_sums_exact`), runs it node by node instead.
+    """
     d = np.asarray(degrees, dtype=np.float64)
-    beta = np.zeros(d.shape[0])
-    logd = np.log(d)
+    if row_sums is not None:
+        beta = np.zeros(d.shape[0])
+        logd = np.log(d)
+        step = lambda b: logd - np.log(row_sums(b)) + b  # noqa: E731
+    else:
+        # One entry per distinct degree; equal β of different degrees are merged for F.
+        degree_values, beta_of, counts = np.unique(d, return_inverse=True, return_counts=True)
+        beta = np.zeros(degree_values.shape[0])
+        logd = np.log(degree_values)
+
+        def step(b: np.ndarray) -> np.ndarray:
+            values, inverse = np.unique(b, return_inverse=True)
+            weights = np.zeros(values.shape[0], dtype=np.int64)
+            np.add.at(weights, inverse, counts)
+            sums = value_row_sums(values, weights, lambda: b[beta_of])[inverse]
+            return logd - np.log(sums) + b
+
     change = math.inf
     iterations = 0
     while iterations < max_iter:
-        new = logd - np.log(row_sums(beta)) + beta
+        new = step(beta)
         change = float(np.abs(new - beta).max()) if new.size else 0.0
         beta = new
         iterations += 1
         if change < tol:
             break
+    if row_sums is None:
+        beta = beta[beta_of]
     return beta, {"iterations": iterations, "last_change": change, "converged": change < tol}
 
 
@@ -297,14 +385,6 @@ def count_pairs_with_sum_at_least(g_sorted: np.ndarray, s: float) -> int:
     return int((n - lo).sum())
 
 
-def _has_key(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    if sorted_keys.size == 0 or keys.size == 0:
-        return np.zeros(keys.shape, dtype=bool)
-    pos = np.searchsorted(sorted_keys, keys)
-    pos = np.minimum(pos, sorted_keys.size - 1)
-    return sorted_keys[pos] == keys
-
-
 # ----------------------------------------------------------------------------- posterior
 
 
@@ -312,56 +392,75 @@ def _has_key(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 class Posterior:
     """Blink's posterior in sparse form: P_ij = σ(z_ij), z_ij = (γ_i + γ_j) + 2ε_a·k_ij.
 
-    ``ri, rj, rk``: the reported unordered pairs (i < j, sorted by key) and their number of
-    reported 1-bits (1 or 2); every other pair has k = 0.
+    ``pairs``: the reported unordered pairs and their number k of reported 1-bits (1 or 2),
+    served block by block from the reports (:class:`ReportedPairs`: no transpose, no pair
+    arrays held beside them); every other pair has k = 0. ``block_entries`` and
+    ``block_rows`` size those blocks (the results do not depend on them).
     """
 
     n: int
     gamma: np.ndarray
     eps_adjacency: float
-    ri: np.ndarray
-    rj: np.ndarray
-    rk: np.ndarray
+    pairs: ReportedPairs
+    block_entries: int | None = None
+    block_rows: int | None = None
 
     @classmethod
     def build(
         cls,
         beta: np.ndarray,
         observed: np.ndarray,
-        reported: sp.csr_matrix,
+        reported: sp.csr_matrix | ReportedPairs,
         eps_adjacency: float,
+        block_entries: int | None = None,
+        block_rows: int | None = None,
     ) -> Posterior:
         n = beta.shape[0]
         gamma = beta - eps_adjacency * observed.astype(np.float64)
-        coo = reported.tocoo()
-        r = coo.row.astype(np.int64)
-        c = coo.col.astype(np.int64)
-        keys, counts = np.unique(np.minimum(r, c) * n + np.maximum(r, c), return_counts=True)
-        return cls(n, gamma, float(eps_adjacency), keys // n, keys % n, counts.astype(np.int64))
+        pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
+        return cls(n, gamma, float(eps_adjacency), pairs, block_entries, block_rows)
 
     @property
-    def reported_keys(self) -> np.ndarray:
-        return self.ri * self.n + self.rj
+    def num_reported(self) -> int:
+        return self.pairs.num_pairs
+
+    def blocks(self) -> Iterator[PairBlock]:
+        return self.pairs.blocks(self.block_entries, self.block_rows)
 
     def logit(self, i: np.ndarray, j: np.ndarray, k: np.ndarray | int) -> np.ndarray:
         return (self.gamma[i] + self.gamma[j]) + 2.0 * self.eps_adjacency * np.asarray(k)
 
-    def reported_prob(self) -> np.ndarray:
-        return sigmoid(self.logit(self.ri, self.rj, self.rk))
+    def block_prob(self, blk: PairBlock) -> np.ndarray:
+        return sigmoid(self.logit(blk.i, blk.j, blk.ones))
+
+    def reported_prob(self, out: np.ndarray | None = None) -> np.ndarray:
+        """P of every reported pair in (i, j) order (into the first entries of ``out``)."""
+        out = np.empty(self.num_reported) if out is None else out
+        pos = 0
+        for blk in self.blocks():
+            out[pos : pos + blk.size] = self.block_prob(blk)
+            pos += blk.size
+        return out
 
     def unreported_at_least(self, s: float) -> tuple[np.ndarray, np.ndarray]:
         """Pairs with k = 0 whose logit γ_i + γ_j is ≥ s."""
         i, j = pairs_with_sum_at_least(self.gamma, s)
-        fresh = ~_has_key(self.reported_keys, i * self.n + j)
+        fresh = ~self.pairs.has(i, j)
         return i[fresh], j[fresh]
 
     def select(self, threshold: float, strict: bool = False) -> tuple[np.ndarray, ...]:
         """All pairs i < j with P_ij ≥ threshold (> with ``strict``), with their P."""
         if threshold <= 0.0:
             raise ValueError("threshold must be > 0 (P > 0 for every pair)")
-        pr = self.reported_prob()
-        keep = pr > threshold if strict else pr >= threshold
-        parts_i, parts_j, parts_p = [self.ri[keep]], [self.rj[keep]], [pr[keep]]
+        parts_i: list[np.ndarray] = [np.zeros(0, np.int64)]
+        parts_j: list[np.ndarray] = [np.zeros(0, np.int64)]
+        parts_p: list[np.ndarray] = [np.zeros(0)]
+        for blk in self.blocks():
+            pr = self.block_prob(blk)
+            keep = pr > threshold if strict else pr >= threshold
+            parts_i.append(blk.i[keep])
+            parts_j.append(blk.j[keep])
+            parts_p.append(pr[keep])
         # P ≥ t implies z ≥ logit(t) up to rounding: enumerate a superset and check P itself.
         if threshold < 1.0:
             s = math.log(threshold) - math.log1p(-threshold)
@@ -375,12 +474,19 @@ class Posterior:
         return _sorted_pairs(self.n, parts_i, parts_j, parts_p)
 
     def row_sums(self) -> np.ndarray:
-        """Σ_{j≠i} P_ij for every i: the row sums of σ(γ_i + γ_j), corrected on reported pairs."""
+        """Σ_{j≠i} P_ij for every i: the row sums of σ(γ_i + γ_j), corrected on reported pairs
+        (accumulated pair by pair in (i, j) order, across blocks, as one bincount would)."""
         rows = sigmoid_row_sums(self.gamma)
-        if self.ri.size:
-            delta = self.reported_prob() - sigmoid(self.gamma[self.ri] + self.gamma[self.rj])
-            rows = rows + np.bincount(self.ri, weights=delta, minlength=self.n)
-            rows = rows + np.bincount(self.rj, weights=delta, minlength=self.n)
+        if self.num_reported:
+            by_i = np.zeros(self.n)
+            by_j = np.zeros(self.n)
+            for blk in self.blocks():
+                g = self.gamma[blk.i] + self.gamma[blk.j]
+                delta = self.block_prob(blk) - sigmoid(g)
+                np.add.at(by_i, blk.i, delta)
+                np.add.at(by_j, blk.j, delta)
+            rows = rows + by_i
+            rows = rows + by_j
         return rows
 
     def hybrid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -402,17 +508,22 @@ class Posterior:
             info["t"] = 0.0
             i, j = pairs_with_sum_at_least(self.gamma, -math.inf)
             return (*self._with_prob(i, j), info)
-        pr = self.reported_prob()
+        reported = self.num_reported
         gs = np.sort(self.gamma)
         need = want  # pairs (reported or not) to enumerate; doubled until t is certain
         while True:
             s = _kth_largest_pair_sum(gs, need)
             ui, uj = self.unreported_at_least(s)
             up = sigmoid(self.gamma[ui] + self.gamma[uj])
-            complete = ui.size + self.ri.size >= num_pairs
-            if pr.size + up.size >= want:
-                values = np.concatenate([pr, up])
-                t = float(np.partition(values, values.size - want)[values.size - want])
+            complete = ui.size + reported >= num_pairs
+            if reported + up.size >= want:
+                # One buffer for the reported P and the enumerated ones, partitioned in place.
+                values = np.empty(reported + up.size)
+                self.reported_prob(values)
+                values[reported:] = up
+                values.partition(values.size - want)
+                t = float(values[values.size - want])
+                del values
                 # A k = 0 pair left out has P ≤ min(up): below t, it can neither be among the
                 # top entries nor tie with t.
                 if complete or (up.size and up.min() < t):
@@ -421,24 +532,22 @@ class Posterior:
                 raise AssertionError("hybrid selection: fewer pairs than K/2")
             need = min(num_pairs, 2 * need + 1)
         info["t"] = t
-        keep_r = pr >= t
+        parts_i, parts_j, parts_p = [], [], []
+        for blk in self.blocks():
+            pr = self.block_prob(blk)
+            keep = pr >= t
+            parts_i.append(blk.i[keep])
+            parts_j.append(blk.j[keep])
+            parts_p.append(pr[keep])
         keep_u = up >= t
-        i, j, p = _sorted_pairs(
-            n,
-            [self.ri[keep_r], ui[keep_u]],
-            [self.rj[keep_r], uj[keep_u]],
-            [pr[keep_r], up[keep_u]],
-        )
+        parts_i.append(ui[keep_u])
+        parts_j.append(uj[keep_u])
+        parts_p.append(up[keep_u])
+        i, j, p = _sorted_pairs(n, parts_i, parts_j, parts_p)
         return i, j, p, info
 
     def _with_prob(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, ...]:
-        key = i * self.n + j
-        k = np.zeros(i.shape[0], dtype=np.int64)
-        rk = self.reported_keys
-        hit = _has_key(rk, key)
-        if hit.any():
-            k[hit] = self.rk[np.searchsorted(rk, key[hit])]
-        return i, j, sigmoid(self.logit(i, j, k))
+        return i, j, sigmoid(self.logit(i, j, self.pairs.ones(i, j)))
 
 
 def _kth_largest_pair_sum(gs: np.ndarray, k: int) -> float:
@@ -535,14 +644,27 @@ class BlinkParams:
 
 
 # The three edge-only variants differ only in how the posterior becomes edges.
-@register("blink-hard", label="BLink", params=(EPSILON, DEGREE_SHARE), public_features=True,
-          summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5")
-@register("blink-soft", label="BLink (soft)", params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
-          public_features=True,
-          summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)")
-@register("blink-hybrid", label="BLink (hybrid)", params=(EPSILON, DEGREE_SHARE),
-          public_features=True,
-          summary="Blink hybrid: the floor(sum P) largest posteriors, weighted")
+@register(
+    "blink-hard",
+    label="BLink",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
+)
+@register(
+    "blink-soft",
+    label="BLink (soft)",
+    params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
+    public_features=True,
+    summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
+)
+@register(
+    "blink-hybrid",
+    label="BLink (hybrid)",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
+)
 @register(
     "fp-blink",
     label="FP-BLink",
@@ -744,7 +866,7 @@ def blink_graph(
     beta, fit = fit_beta(clamped)
     stats["beta_fit"] = fit
     post = Posterior.build(beta, observed, reported, eps_a)
-    stats["reported_pairs"] = int(post.ri.size)
+    stats["reported_pairs"] = post.num_reported
     weight = None
     if p.variant == "hard":
         i, j, _ = post.select(0.5, strict=True)

@@ -14,6 +14,8 @@ noisy features are near-duplicates, which an exact high-threshold similarity joi
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +40,13 @@ from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .node_reports import noisy_features, noisy_row
 from .posterior import posterior, similarity_threshold
+from .reported_pairs import PairBlock, ReportedPairs, row_blocks
 from .similarity import FeatureRows
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5
+#: Bytes of gathered float64 feature rows per block of the feature reconstruction.
+FR_BLOCK_BYTES = 1 << 23
 
 
 @dataclass
@@ -55,48 +60,54 @@ class TopologyResult:
 
 
 def reconstruct_topology(
-    reported: sp.csr_matrix,
+    reported: sp.csr_matrix | ReportedPairs,
     observed: np.ndarray,
     features: FeatureRows,
     p: float,
     threshold: float,
-    block_entries: int = 1 << 20,
+    block_entries: int | None = None,
+    block_rows: int | None = None,
 ) -> TopologyResult:
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop).
 
-    Pairs with a reported 1 are scored block by block of rows (memory: R, Rᵀ and one block);
-    pairs with none can only pass as near-duplicates and come from the similarity join. When
-    the features are too dense for prefix filtering (1-bit-perturbed rows), the join computes
-    the dot products of all pairs block by block, and the reported pairs take theirs from the
-    same blocks instead of a popcount each.
+    Pairs with a reported 1 are scored block by block of rows from :class:`ReportedPairs`
+    (memory: R, its regrouped lower triangle and one block); pairs with none can only pass as
+    near-duplicates and come from the similarity join. When the features are too dense for
+    prefix filtering (1-bit-perturbed rows), the join computes the dot products of all pairs
+    block by block, and the reported pairs take theirs from the same blocks instead of a
+    popcount each.
+
+    Args:
+        reported: the CSR of reported 1-bits, or its :class:`ReportedPairs`.
+        observed: which nodes' adjacency reports arrived.
+        features: the (noisy or public) feature rows.
+        p: the RR flip probability of the adjacency bits.
+        threshold: the smallest posterior kept.
+        block_entries: report entries per block of reported pairs (default
+            :data:`.reported_pairs.BLOCK_ENTRIES`).
+        block_rows: rows per block instead (tests; the result does not depend on blocks).
     """
-    n = reported.shape[0]
-    reported = reported.tocsr()
-    reported.sort_indices()
-    transposed = reported.T.tocsr()
-    transposed.sort_indices()
+    pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
+    n = pairs.n
     parts_i: list[np.ndarray] = []
     parts_j: list[np.ndarray] = []
     parts_p: list[np.ndarray] = []
     n_reported = 0
 
-    def score_reported(a: int, b: int, block: np.ndarray | None = None) -> None:
-        """Score the reported pairs i < j with a ≤ i < b; ``block`` holds the dot products of
-        rows a..b-1 with rows a.. (from ``features.block_products``), else each pair's
+    def score_reported(blk: PairBlock, dots: np.ndarray | None = None) -> None:
+        """Score one block's reported pairs; ``dots`` holds the dot products of rows
+        blk.start.. with rows blk.start.. (from ``features.block_products``), else each pair's
         cosine is computed on its own."""
         nonlocal n_reported
-        blk = (reported[a:b] + transposed[a:b]).tocoo()
-        ri = blk.row.astype(np.int64) + a
-        rj = blk.col.astype(np.int64)
-        upper = rj > ri
-        ri, rj = ri[upper], rj[upper]
-        ones = blk.data[upper].astype(np.int64)
+        ri, rj = blk.i, blk.j
+        ones = blk.ones.astype(np.int64)
         n_reported += ri.size
         nobs = observed[ri].astype(np.int64) + observed[rj]
-        if block is None:
+        if dots is None:
             s = features.cosine(ri, rj)
         else:
-            s = features.cosine_from_dots(block[ri - a, rj - a].astype(np.float64), ri, rj)
+            a = blk.start
+            s = features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
         prob = posterior(s, ones, nobs - ones, p)
         keep = prob >= threshold
         parts_i.append(ri[keep])
@@ -118,7 +129,7 @@ def reconstruct_topology(
         found_j: list[np.ndarray] = []
         for a, dots in features.block_products():
             b = a + dots.shape[0]
-            score_reported(a, b, dots)
+            score_reported(pairs.rows(a, b), dots)
             ci, cj = features.block_candidates(a, dots, t_join)
             s = features.cosine_from_dots(dots[ci - a, cj - a].astype(np.float64), ci, cj)
             keep = s >= t_join - 1e-9
@@ -126,10 +137,8 @@ def reconstruct_topology(
             found_j.append(cj[keep])
         candidates.append((np.concatenate(found_i), np.concatenate(found_j)))
     else:
-        per_row = max(1.0, 2.0 * reported.nnz / max(n, 1))
-        rows_per_block = max(1, int(block_entries / per_row))
-        for a in range(0, n, rows_per_block):
-            score_reported(a, min(n, a + rows_per_block))
+        for blk in pairs.blocks(block_entries, block_rows):
+            score_reported(blk)
         if t_join is not None:
             candidates.append(features.threshold_join(t_join))
     if n_miss >= 2:
@@ -139,7 +148,7 @@ def reconstruct_topology(
     joined = 0
     for ci, cj in candidates:
         joined += ci.size
-        fresh = ~(_csr_has(reported, ci, cj) | _csr_has(reported, cj, ci))
+        fresh = ~pairs.has(ci, cj)
         ci, cj = ci[fresh], cj[fresh]
         zeros = observed[ci].astype(np.int64) + observed[cj]
         prob = posterior(features.cosine(ci, cj), np.zeros_like(zeros), zeros, p)
@@ -159,24 +168,6 @@ def reconstruct_topology(
     return TopologyResult(key // n, key % n, pr[first], stats)
 
 
-def _csr_has(m: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Whether m[rows[k], cols[k]] is stored, by a vectorised binary search per row."""
-    if rows.size == 0 or m.nnz == 0:
-        return np.zeros(rows.shape, dtype=bool)
-    lo = m.indptr[rows].astype(np.int64)
-    end = m.indptr[rows + 1].astype(np.int64)
-    hi = end.copy()
-    while True:
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi) // 2
-        less = m.indices[np.minimum(mid, m.nnz - 1)] < cols
-        lo = np.where(active & less, mid + 1, lo)
-        hi = np.where(active & ~less, mid, hi)
-    return (lo < end) & (m.indices[np.minimum(lo, m.nnz - 1)] == cols)
-
-
 def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
     if features.binary:
         bits = np.unpackbits(features.words[rows].view(np.uint8), axis=1)
@@ -185,50 +176,100 @@ def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
 
 
 def reconstruct_features(
-    x0: np.ndarray, i: np.ndarray, j: np.ndarray, prob: np.ndarray, steps: int
+    x0: np.ndarray,
+    i: np.ndarray,
+    j: np.ndarray,
+    prob: np.ndarray,
+    steps: int,
+    block_rows: int | None = None,
 ) -> np.ndarray:
     """Algorithm 3, ``steps`` times: X_i ← Σ_{j∈V_i} P_ij X_j / Σ_{j∈V_i} P_ij, where V_i holds
     the j with P_ij ≥ 0.5; a node with empty V_i keeps its previous row. float64 inside,
-    float32 out."""
-    x = np.asarray(x0, dtype=np.float64)
+    float32 out.
+
+    Streamed by blocks of rows: a block gathers only the rows its neighbours hold (in float64)
+    and writes its rows of the next X, so memory is x0, the output (float32; plus one float64
+    X between steps, two from the third step on) and a few blocks, not several float64 copies
+    of X. Each row's sum runs over its neighbours in order (scipy's sparse product, the same
+    on every CPU), so the result does not depend on the blocks. Blocks run on every core
+    (scipy's product and numpy's copies release the GIL).
+
+    Args:
+        x0: the n × d feature rows (any real dtype; 0/1 uint8 for the 1-bit reports).
+        i, j, prob: the pairs i < j and their posteriors (as :func:`reconstruct_topology`).
+        steps: how many averaging passes (the paper's l).
+        block_rows: rows per block (default: :data:`FR_BLOCK_BYTES` of gathered rows).
+    """
+    x0 = np.asarray(x0)
+    n, d = x0.shape
+    budget = max(1, FR_BLOCK_BYTES // (8 * max(d, 1)))  # gathered rows per block
     if steps <= 0:
-        return x.astype(np.float32)
-    n = x.shape[0]
+        out = np.empty((n, d), dtype=np.float32)
+        for a, b in row_blocks(np.arange(n + 1), block_rows=block_rows or budget):
+            out[a:b] = np.asarray(x0[a:b], dtype=np.float64)
+        return out
     sel = prob >= FR_THRESHOLD
     rows = np.concatenate([i[sel], j[sel]])
     cols = np.concatenate([j[sel], i[sel]])
     vals = np.concatenate([prob[sel], prob[sel]])
     w = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    del rows, cols, vals
     w.sum_duplicates()
     w.sort_indices()
     total = np.asarray(w.sum(axis=1)).ravel()
     has = total > 0
-    for _ in range(steps):
-        agg = _sparse_dense_product(w, x)
-        x = np.where(has[:, None], agg / np.where(has, total, 1.0)[:, None], x)
-    return x.astype(np.float32)
+    denom = np.where(has, total, 1.0)
+    if block_rows is None:
+        # A row costs itself plus one gathered row per neighbour (at most).
+        bounds = list(row_blocks(w.indptr + np.arange(n + 1), budget))
+    else:
+        bounds = list(row_blocks(w.indptr, block_rows=block_rows))
+    src = x0
+    for step in range(steps):
+        dst = np.empty((n, d), dtype=np.float32 if step == steps - 1 else np.float64)
+        _average_blocks(w, src, dst, has, denom, bounds)
+        src = dst
+    return src
 
 
-def _sparse_dense_product(w: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
-    """``w @ x`` in float64 on every core: scipy's product is single-threaded, torch's CSR
-    product is not (a random matrix of Facebook's shape, 22470² with 6 M weights, times 4714
-    columns: 36 s → 16 s on 2 cores, bit-identical). Imported
-    here so the client's import path stays free of torch."""
-    import warnings
+def _average_blocks(
+    w: sp.csr_matrix,
+    src: np.ndarray,
+    dst: np.ndarray,
+    has: np.ndarray,
+    denom: np.ndarray,
+    bounds: list[tuple[int, int]],
+) -> None:
+    """One step of :func:`reconstruct_features`: dst[a:b] for every block [a, b), on threads."""
+    # A float64 X (every step after the first) is multiplied as it is; any other dtype (the
+    # 0/1 reports) is converted only for the rows a block needs.
+    whole = src.dtype == np.float64 and src.flags.c_contiguous
 
-    import torch
+    def one(bound: tuple[int, int]) -> None:
+        a, b = bound
+        own = np.asarray(src[a:b], dtype=np.float64)
+        blk = w[a:b]
+        if blk.nnz == 0:
+            dst[a:b] = own
+            return
+        if whole:
+            agg = blk @ src
+        else:
+            # The block's neighbours, renumbered in order: each row's terms keep their order.
+            needed, local = np.unique(blk.indices, return_inverse=True)
+            part = sp.csr_matrix((blk.data, local, blk.indptr), shape=(b - a, needed.size))
+            agg = part @ np.asarray(src[needed], dtype=np.float64)
+        dst[a:b] = np.where(has[a:b, None], agg / denom[a:b, None], own)
 
-    if w.nnz == 0:
-        return np.zeros_like(x)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
-        tw = torch.sparse_csr_tensor(
-            torch.from_numpy(w.indptr.astype(np.int64)),
-            torch.from_numpy(w.indices.astype(np.int64)),
-            torch.from_numpy(np.asarray(w.data, dtype=np.float64)),
-            size=w.shape,
-        )
-        return (tw @ torch.from_numpy(np.ascontiguousarray(x))).numpy()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = min(len(bounds), cores or 1)
+    if workers <= 1:
+        for bound in bounds:
+            one(bound)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for _ in pool.map(one, bounds):
+            pass
 
 
 TAU = Param(

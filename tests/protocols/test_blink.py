@@ -16,6 +16,7 @@ from ldpgraph.protocols.laplace import (
     composed_epsilon,
     discrete_laplace_pld,
 )
+from ldpgraph.protocols.ldp import reported_pairs
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
 from ldpgraph.protocols.ldp.blink import (
     DEGREE_FIELD,
@@ -25,6 +26,7 @@ from ldpgraph.protocols.ldp.blink import (
     Posterior,
     fit_beta,
     pairs_with_sum_at_least,
+    sigmoid,
     sigmoid_row_sums,
     sigmoid_row_sums_exact,
 )
@@ -40,6 +42,7 @@ from ..reference.blink import (
     dense_blink,
     dense_fr,
     dense_posterior,
+    sigmoid_row_sums_per_node,
 )
 
 Z999 = 3.2905  # two-sided 99.9% normal quantile
@@ -147,6 +150,41 @@ def test_row_sums_series_equal_direct(seed):
     wide = b.copy()
     wide[0] = SERIES_MAX_ABS + 1
     np.testing.assert_array_equal(sigmoid_row_sums(wide), sigmoid_row_sums_exact(wide))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_sums_per_value_equal_per_node_bit_for_bit(seed):
+    """The per-value row sums (one evaluation per distinct b) are the node-by-node series sums
+    exactly, in every regime: few values (degrees), many, wide (direct sum), all equal."""
+    rng = np.random.default_rng(100 + seed)
+    n = [2, 50, 900, 3000, 700, 400][seed]
+    if seed == 2:
+        b = rng.normal(-4, 2.5, n)  # all distinct
+    elif seed == 4:
+        b = np.full(n, -1.5)  # one value
+    else:
+        b = rng.choice(rng.normal(-3 + seed, 2.5, 30), size=n)  # few distinct values
+    if seed == 5:
+        b[0] = SERIES_MAX_ABS + 2  # beyond the series' range: direct sums
+    b[: n // 5] = -0.0 if seed == 3 else b[: n // 5]  # signed zeros tie with 0
+    for block in (1 << 20, 97):
+        np.testing.assert_array_equal(
+            sigmoid_row_sums(b, block=block), sigmoid_row_sums_per_node(b, block=block)
+        )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_beta_per_degree_equals_per_node_bit_for_bit(seed):
+    """The fit runs once per distinct degree; β is bit for bit the node-by-node fixed point."""
+    rng = np.random.default_rng(seed)
+    n = [500, 2000, 300][seed]
+    d = np.clip(rng.poisson(5, n) + rng.integers(-3, 4, n), 1, n - 2).astype(np.float64)
+    if seed == 2:
+        d[:5] = n - 2  # hubs: pairs in the exact band and the high series
+    fast, info = fit_beta(d)
+    slow, slow_info = fit_beta(d, row_sums=sigmoid_row_sums_per_node)
+    np.testing.assert_array_equal(fast, slow)
+    assert info == slow_info
 
 
 def test_fit_beta_equals_blink_literal():
@@ -328,6 +366,70 @@ def test_blink_with_private_features_equals_dense(name, params, eps, drop):
     feats = dense_fr(x, ref["prob"], has, p.steps)
     assert np.abs(release.x - feats).max() <= 1e-6
     assert release.x.dtype == np.float32
+
+
+def test_blink_streamed_equals_dense_for_any_chunks(monkeypatch):
+    """Every variant, with and without feature reconstruction, from report chunks of one
+    entry, of 13, and all at once: bit-identical releases (fingerprint, weights, stats), equal
+    to the dense Blink. Posterior blocks of 1 and of 7 rows (not dividing n = 71) likewise."""
+    g = random_graph(71, 12, seed=21)
+    cases = [
+        ("blink-hard", {"degree_share": 0.2}),
+        ("blink-soft", {"degree_share": 0.2, "min_weight": 0.02}),
+        ("blink-hybrid", {"degree_share": 0.3}),
+        ("blink-fr", {"feature_share": 0.3, "degree_share": 0.2, "steps": 2}),
+    ]
+    for name, params in cases:
+        proto = make_protocol(name, epsilon=5.0, **params)
+        result = collect(proto, g, seed=9, drop=(3, 70))
+        public = g.x if proto.public_features else None
+        cur = CuratorView(71, 12, public_features=public)
+        releases = []
+        for entries in (None, 1, 13, 1 << 30):
+            if entries is not None:
+                monkeypatch.setattr(reported_pairs, "BLOCK_ENTRIES", entries)
+            releases.append(proto.server_step(0, result, cur, seed=9))
+        base = releases[0]
+        for other in releases[1:]:
+            assert other.fingerprint() == base.fingerprint()
+            assert other.stats == base.stats
+            if base.edge_weight is not None:
+                np.testing.assert_array_equal(other.edge_weight, base.edge_weight)
+        bits, observed, noisy, has = dense_inputs(result, 71)
+        p = proto.params
+        ref = dense_blink(noisy, has, bits, observed, p.eps_adjacency, p.variant, p.min_weight)
+        np.testing.assert_array_equal(base.edges, ref["edges"])
+        assert base.stats["reported_pairs"] == int(np.triu((bits + bits.T) > 0, k=1).sum())
+    # The posterior's own blocks.
+    reported, observed = adjacency_reports(result.reports, 71)
+    beta = dense_beta(clamp_and_impute(noisy, has))
+    whole = Posterior.build(beta, observed, reported, 1.5)
+    for rows in (1, 7):
+        part = Posterior.build(beta, observed, reported, 1.5, block_rows=rows)
+        for a, b in zip(whole.select(0.3), part.select(0.3), strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(whole.row_sums(), part.row_sums())
+        for a, b in zip(whole.hybrid()[:3], part.hybrid()[:3], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_posterior_row_sums_match_one_bincount():
+    """The reported pairs' corrections, accumulated block by block, are the single bincount
+    over all pairs in (i, j) order, bit for bit."""
+    g = random_graph(90, 8, seed=2)
+    proto = make_protocol("blink-soft", epsilon=3.0, degree_share=0.3)
+    result = collect(proto, g, seed=1)
+    reported, observed = adjacency_reports(result.reports, 90)
+    beta = np.random.default_rng(0).normal(-2.0, 1.0, 90)
+    post = Posterior.build(beta, observed, reported, 2.7, block_rows=4)
+    bits = reported.toarray().astype(np.int64)
+    k = np.triu(bits + bits.T, k=1)
+    ri, rj = np.nonzero(k)
+    delta = sigmoid(post.logit(ri, rj, k[ri, rj])) - sigmoid(post.gamma[ri] + post.gamma[rj])
+    rows = sigmoid_row_sums(post.gamma)
+    rows = rows + np.bincount(ri, weights=delta, minlength=90)
+    rows = rows + np.bincount(rj, weights=delta, minlength=90)
+    np.testing.assert_array_equal(post.row_sums(), rows)
 
 
 def test_fp_blink_is_blink_fr_under_the_matching_split():

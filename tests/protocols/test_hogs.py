@@ -9,11 +9,13 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.ldp import hogs, reported_pairs
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
 from ldpgraph.protocols.ldp.hogs import (
     HogsParams,
     HogsProtocol,
     posterior,
+    reconstruct_features,
     reconstruct_topology,
     similarity_threshold,
 )
@@ -21,7 +23,7 @@ from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.types import NodeView
 
-from ..reference.hogs import dense_hogs
+from ..reference.hogs import dense_hogs, unstreamed_features
 
 
 def random_graph(n: int, d: int, seed: int, dup_rows: int = 4) -> Graph:
@@ -99,6 +101,48 @@ def test_sparse_equals_dense(eps, share, tau, steps, drop, budget, monkeypatch):
     np.testing.assert_array_equal(topo.prob, prob[topo.i, topo.j])
     expected = np.argwhere(np.triu(prob >= min(tau, 0.5), k=1))
     np.testing.assert_array_equal(np.stack([topo.i, topo.j], 1), expected)
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 70, None])
+@pytest.mark.parametrize("drop", [(), (3, 7, 11)])
+def test_streamed_equals_unstreamed_and_dense(block_rows, drop):
+    """Reports and features streamed in chunks of 1 row, of 7 (not dividing n = 71), all rows
+    at once, and the default: the same pairs, bit-identical posteriors (against the dense
+    Algorithm 2) and bit-identical features for every number of steps (against the whole
+    product per step), within 1e-6 of the dense Algorithm 3."""
+    g = random_graph(71, 24, seed=3)
+    params = HogsParams(3.0, feature_share=0.4, tau=0.5, steps=1)
+    result = collect(HogsProtocol(params), g, seed=2, drop=drop)
+    reported, observed = adjacency_reports(result.reports, 71)
+    bits, observed, x = dense_inputs(result, 71, 24, None)
+    p = flip_probability(params.eps_adjacency)
+    topo = reconstruct_topology(reported, observed, FeatureRows(x), p, 0.5, block_rows=block_rows)
+    for steps in range(4):
+        prob, _, feats = dense_hogs(bits, observed, x, p, 0.5, steps)
+        expected = np.argwhere(np.triu(prob >= 0.5, k=1))
+        np.testing.assert_array_equal(np.stack([topo.i, topo.j], 1), expected)
+        np.testing.assert_array_equal(topo.prob, prob[topo.i, topo.j])
+        out = reconstruct_features(x, topo.i, topo.j, topo.prob, steps, block_rows=block_rows)
+        whole = unstreamed_features(x, topo.i, topo.j, topo.prob, steps)
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, whole)
+        assert np.abs(out - feats).max() <= 1e-6
+
+
+def test_release_does_not_depend_on_chunk_sizes(monkeypatch):
+    """Whole server steps, from report chunks of one entry and feature blocks of one row to the
+    defaults: one fingerprint."""
+    g = random_graph(60, 20, seed=8)
+    proto = HogsProtocol(HogsParams(4.0, feature_share=0.5, tau=0.6, steps=2))
+    result = collect(proto, g, seed=3, drop=(4,))
+    cur = CuratorView(60, 20)
+    base = proto.server_step(0, result, cur, seed=3)
+    for entries, fr_bytes in ((1, 1), (13, 8 * 20 * 3), (1 << 30, 1 << 40)):
+        monkeypatch.setattr(reported_pairs, "BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(hogs, "FR_BLOCK_BYTES", fr_bytes)
+        again = proto.server_step(0, result, cur, seed=3)
+        assert again.fingerprint() == base.fingerprint()
+        assert again.stats == base.stats
 
 
 @pytest.mark.parametrize("eps", [0.4, 1.0, 3.0, 5.0])

@@ -1,11 +1,20 @@
 """Literal O(n²) Blink (Blink_GNN's server, in float64) and plain RR, used only to check the
-sparse implementations."""
+sparse implementations; and the node-by-node series row sums the grouped fit must reproduce
+bit for bit."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from ldpgraph.protocols.ldp.blink import (
+    SERIES_CUT,
+    SERIES_MAX_ABS,
+    SERIES_TERMS,
+    sigmoid,
+    sigmoid_row_sums_exact,
+)
 
 
 def dense_beta(degrees: np.ndarray, max_iter: int = 200, tol: float = 1e-6) -> np.ndarray:
@@ -114,3 +123,57 @@ def dense_rr(bits: np.ndarray, combine: str) -> np.ndarray:
         adj = np.tril(bits, k=-1).T > 0
     iu, ju = np.nonzero(np.triu(adj, k=1))
     return np.stack([iu, ju], axis=1).astype(np.int64)
+
+
+def sigmoid_row_sums_per_node(b: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """F_i = Σ_{j≠i} σ(b_i + b_j) node by node: exact band |b_i + b_j| < cut summed in sorted
+    order, the rest by the alternating series over prefix sums of all n sorted nodes (the
+    sparse server's former per-node form, kept to check the per-value form bit for bit)."""
+    b = np.asarray(b, dtype=np.float64)
+    n = b.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    lo_b, hi_b = float(b.min()), float(b.max())
+    if lo_b == hi_b:
+        return np.full(n, (n - 1) * sigmoid(2.0 * lo_b))
+    if not (max(-lo_b, hi_b) <= SERIES_MAX_ABS):
+        return sigmoid_row_sums_exact(b, block)
+    order = np.argsort(b, kind="stable")
+    bs = b[order]
+    lo = np.searchsorted(bs, -SERIES_CUT - b, side="left")
+    hi = np.maximum(np.searchsorted(bs, SERIES_CUT - b, side="left"), lo)
+    total = np.zeros(n)
+    count = hi - lo
+    ends = np.cumsum(count)
+    start_row = 0
+    while start_row < n:
+        limit = (ends[start_row - 1] if start_row else 0) + block
+        stop = max(int(np.searchsorted(ends, limit, side="right")), start_row + 1)
+        rows = np.arange(start_row, stop)
+        c = count[rows]
+        if c.sum():
+            row_of = np.repeat(rows, c)
+            offsets = np.repeat(np.cumsum(c) - c, c)
+            pos = np.arange(row_of.shape[0]) - offsets + np.repeat(lo[rows], c)
+            vals = sigmoid(b[row_of] + bs[pos])
+            total[rows] += np.bincount(row_of - start_row, weights=vals, minlength=rows.shape[0])
+        start_row = stop
+    up_b, up_s = np.exp(b), np.exp(bs)
+    down_b, down_s = 1.0 / up_b, 1.0 / up_s[::-1]
+    pb, ps, qb, qs = up_b.copy(), up_s.copy(), down_b.copy(), down_s.copy()
+    lows, highs = [], []
+    prefix = np.zeros(n + 1)
+    for term in range(SERIES_TERMS):
+        np.cumsum(ps, out=prefix[1:])
+        lows.append(pb * prefix[lo])
+        np.cumsum(qs, out=prefix[1:])
+        highs.append(qb * prefix[n - hi])
+        if term + 1 < SERIES_TERMS:
+            pb, ps, qb, qs = pb * up_b, ps * up_s, qb * down_b, qs * down_s
+    low = np.zeros(n)
+    high = np.zeros(n)
+    for k in range(SERIES_TERMS, 0, -1):
+        sign = 1.0 if k % 2 else -1.0
+        low += sign * lows[k - 1]
+        high += sign * highs[k - 1]
+    return total + low + ((n - hi) - high) - sigmoid(2.0 * b)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def dense_hogs(
@@ -44,3 +45,24 @@ def dense_hogs(
         agg = w @ out
         out = np.where(total[:, None] > 0, agg / np.where(total > 0, total, 1)[:, None], out)
     return prob, edges, out.astype(np.float32)
+
+
+def unstreamed_features(
+    x0: np.ndarray, i: np.ndarray, j: np.ndarray, prob: np.ndarray, steps: int
+) -> np.ndarray:
+    """Algorithm 3 on the sparse weights as one whole product per step (the server's former,
+    unstreamed form): float64 X, W @ X with W the symmetric P over pairs with P ≥ 0.5."""
+    n = x0.shape[0]
+    x = np.asarray(x0, dtype=np.float64)
+    sel = prob >= 0.5
+    w = sp.csr_matrix(
+        (np.r_[prob[sel], prob[sel]], (np.r_[i[sel], j[sel]], np.r_[j[sel], i[sel]])),
+        shape=(n, n),
+    )
+    w.sum_duplicates()
+    w.sort_indices()
+    total = np.asarray(w.sum(axis=1)).ravel()
+    has = total > 0
+    for _ in range(steps):
+        x = np.where(has[:, None], (w @ x) / np.where(has, total, 1.0)[:, None], x)
+    return x.astype(np.float32)
