@@ -57,6 +57,7 @@ is the dense P_ij (to 1e-12: only the β-fit's summation order differs).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,14 +74,15 @@ from ..base import (
     ReportSchema,
     RoundResult,
 )
+from ..batch import NodeBatch, ReportBatch
 from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from ..params import Param
 from ..registry import register
 from ..rng import DEGREE, node_rng
 from ..types import NodeView, PrivacyReport, Release, Report
-from .assemble import adjacency_reports, feature_reports
+from .assemble import adjacency_reports, extra_reports, feature_reports
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .node_reports import noisy_features, noisy_row
+from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 
 VARIANTS = ("hard", "soft", "hybrid")
 
@@ -535,14 +537,27 @@ class BlinkParams:
 
 
 # The three edge-only variants differ only in how the posterior becomes edges.
-@register("blink-hard", label="BLink", params=(EPSILON, DEGREE_SHARE), public_features=True,
-          summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5")
-@register("blink-soft", label="BLink (soft)", params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
-          public_features=True,
-          summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)")
-@register("blink-hybrid", label="BLink (hybrid)", params=(EPSILON, DEGREE_SHARE),
-          public_features=True,
-          summary="Blink hybrid: the floor(sum P) largest posteriors, weighted")
+@register(
+    "blink-hard",
+    label="BLink",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink: RR row + discrete-Laplace degree, beta-model posterior, edges P > 0.5",
+)
+@register(
+    "blink-soft",
+    label="BLink (soft)",
+    params=(EPSILON, DEGREE_SHARE, MIN_WEIGHT),
+    public_features=True,
+    summary="Blink soft: posterior-weighted edges (pairs with P >= min_weight)",
+)
+@register(
+    "blink-hybrid",
+    label="BLink (hybrid)",
+    params=(EPSILON, DEGREE_SHARE),
+    public_features=True,
+    summary="Blink hybrid: the floor(sum P) largest posteriors, weighted",
+)
 @register(
     "fp-blink",
     label="FP-BLink",
@@ -662,19 +677,22 @@ class BlinkProtocol(LdpProtocol):
         # An integer; the wire's extras are float64, which holds it exactly.
         return Report(me, round_, view.num_nodes, adj, feats, {DEGREE_FIELD: float(degree)})
 
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        p = self.params
+        eps_a = p.eps_adjacency if self.sends_adjacency else None
+        eps_f = None if p.public_features else p.eps_features
+        degree = (DEGREE_FIELD, p.eps_degree)
+        return rr_onebit_batch(batch, round_, seeds, eps_a, eps_f, degree)
+
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
         p = self.params
         n, d = curator.num_nodes, curator.num_features
         reported, observed = adjacency_reports(result.reports, n)
-        noisy = np.zeros(n)
-        has_degree = np.zeros(n, dtype=bool)
-        for node, rep in result.reports.items():
-            value = rep.extras.get(DEGREE_FIELD)
-            if value is not None and math.isfinite(value):
-                noisy[node] = value
-                has_degree[node] = True
+        noisy, has_degree = extra_reports(result.reports, DEGREE_FIELD, n)
         if p.public_features:
             if curator.public_features is None:
                 raise ValueError(f"{self.name} needs the public features in the curator view")

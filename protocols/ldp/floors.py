@@ -4,17 +4,19 @@ floor (an MLP on the features a protocol gives the server, with no edges at all)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, unit_summary
 from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .node_reports import noisy_features
+from .node_reports import noisy_features, rr_onebit_batch
 
 
 @register(
@@ -124,6 +126,11 @@ class FeaturesOnly(LdpProtocol):
     def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
         feats = noisy_features(view, self.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, None, feats)
+
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict, seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        return rr_onebit_batch(batch, round_, seeds, None, self.eps_features)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
