@@ -215,43 +215,10 @@ class ReportBatch(Mapping[int, Report]):
             raise ValueError("nothing to concatenate")
         if len(parts) == 1:
             return parts[0]
-        first = parts[0]
-        nodes = np.concatenate([p.nodes for p in parts])
-        if nodes.size > 1 and not (nodes[1:] > nodes[:-1]).all():
-            raise ValueError("parts must cover increasing, disjoint node ranges")
-
-        def zeros(p: ReportBatch, shape: tuple[int, ...] = (), dtype=bool) -> np.ndarray:
-            return np.zeros((p.nodes.shape[0], *shape), dtype=dtype)
-
-        indptr = indices = has_adj = None
-        if any(p.indptr is not None for p in parts):
-            lengths = [zeros(p, dtype=np.int64) if p.indptr is None else np.diff(p.indptr)
-                       for p in parts]  # fmt: skip
-            indptr = np.zeros(nodes.size + 1, dtype=np.int64)
-            np.cumsum(np.concatenate(lengths), out=indptr[1:])
-            indices = np.concatenate([p.indices for p in parts if p.indices is not None])
-            has_adj = np.concatenate([p.adjacency_mask() for p in parts])
-        features = has_feat = None
-        kinds = {(p.features.shape[1:], p.features.dtype) for p in parts if p.features is not None}
-        if len(kinds) > 1:
-            raise ValueError("parts with feature rows of different types or lengths")
-        if kinds:
-            shape, dtype = next(iter(kinds))
-            features = np.concatenate(
-                [zeros(p, shape, dtype) if p.features is None else p.features for p in parts]
-            )
-            has_feat = np.concatenate([p.features_mask() for p in parts])
-        extras = {}
-        for key in sorted({key for p in parts for key in p.extras}):
-            pairs = [p.extras.get(key, (zeros(p, dtype=np.float64), zeros(p))) for p in parts]
-            extras[key] = (
-                np.concatenate([v for v, _ in pairs]),
-                np.concatenate([sent for _, sent in pairs]),
-            )
-        return cls(
-            first.round, first.num_nodes, nodes, indptr, indices, has_adj, features, has_feat,
-            extras,
-        )  # fmt: skip
+        builder = BatchBuilder(parts[0].round, parts[0].num_nodes, sum(len(p) for p in parts))
+        for part in parts:
+            builder.add(part)
+        return builder.finish()
 
     def drop(self, nodes: Iterable[int]) -> ReportBatch:
         """This batch without the reports of ``nodes`` (rejected ones); copies the arrays."""
@@ -334,4 +301,94 @@ class ReportBatch(Mapping[int, Report]):
         return int(self.nodes.shape[0])
 
 
-__all__ = ["NodeBatch", "ReportBatch"]
+class BatchBuilder:
+    """Joins batches as they arrive (increasing, disjoint node ranges, in order) into one, so
+    that a part can be freed as soon as it is copied: the joined adjacency grows into one
+    buffer sized from the parts seen so far (pages never written are never resident), not
+    into a list of parts plus their concatenation (twice the reports at the end).
+
+    Args:
+        round_: the round of every part.
+        num_nodes: n.
+        rows: how many rows the parts hold in all (at most).
+    """
+
+    def __init__(self, round_: int, num_nodes: int, rows: int) -> None:
+        self.round, self.num_nodes, self.rows = round_, num_nodes, rows
+        self.m = 0  # rows filled
+        self.used = 0  # adjacency indices filled
+        self.nodes = np.empty(rows, dtype=np.int64)
+        self.lengths: np.ndarray | None = None
+        self.has_adj: np.ndarray | None = None
+        self.indices: np.ndarray | None = None
+        self.features: np.ndarray | None = None
+        self.has_feat: np.ndarray | None = None
+        self.extras: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, part: ReportBatch) -> None:
+        """Copy ``part`` in; a ValueError when it does not continue the batch (another round,
+        graph, an earlier node, feature rows of another type or length)."""
+        k, lo = len(part), self.m
+        if (part.round, part.num_nodes) != (self.round, self.num_nodes):
+            raise ValueError("a part of another round or graph")
+        if lo + k > self.rows:
+            raise ValueError(f"more than the {self.rows} rows announced")
+        if k and lo and part.nodes[0] <= self.nodes[lo - 1]:
+            raise ValueError("parts must cover increasing, disjoint node ranges")
+        if part.features is not None:
+            shape, dtype = part.features.shape[1:], part.features.dtype
+            if self.features is None:
+                self.features = np.zeros((self.rows, *shape), dtype=dtype)
+                self.has_feat = np.zeros(self.rows, dtype=bool)
+            elif (self.features.shape[1:], self.features.dtype) != (shape, dtype):
+                raise ValueError("parts with feature rows of different types or lengths")
+            self.features[lo : lo + k] = part.features
+            self.has_feat[lo : lo + k] = part.features_mask()
+        if part.indptr is not None:
+            if self.indices is None:
+                self.lengths = np.zeros(self.rows, dtype=np.int64)
+                self.has_adj = np.zeros(self.rows, dtype=bool)
+                self.indices = np.empty(0, dtype=np.int32)
+            size = part.indices.shape[0]
+            if self.used + size > self.indices.shape[0]:
+                self._grow(self.used + size, lo + k)
+            self.indices[self.used : self.used + size] = part.indices
+            self.used += size
+            self.lengths[lo : lo + k] = np.diff(part.indptr)
+            self.has_adj[lo : lo + k] = part.adjacency_mask()
+        for key, (values, sent) in part.extras.items():
+            if key not in self.extras:
+                self.extras[key] = (np.zeros(self.rows), np.zeros(self.rows, dtype=bool))
+            self.extras[key][0][lo : lo + k] = values
+            self.extras[key][1][lo : lo + k] = sent
+        self.nodes[lo : lo + k] = part.nodes
+        self.m += k
+
+    def _grow(self, need: int, rows_after: int) -> None:
+        """Room for at least ``need`` indices: the rate so far times every row, plus 5%."""
+        assert self.indices is not None
+        rate = need / max(rows_after, 1)
+        capacity = max(need, int(rate * self.rows * 1.05) + 4096, self.indices.shape[0] * 5 // 4)
+        grown = np.empty(capacity, dtype=np.int32)
+        grown[: self.used] = self.indices[: self.used]
+        self.indices = grown
+
+    def finish(self) -> ReportBatch:
+        """The joined batch (views of the builder's arrays; use the builder no more)."""
+        m = self.m
+        indptr = indices = has_adj = None
+        if self.indices is not None:
+            assert self.lengths is not None and self.has_adj is not None
+            indptr = np.zeros(m + 1, dtype=np.int64)
+            np.cumsum(self.lengths[:m], out=indptr[1:])
+            indices, has_adj = self.indices[: self.used], self.has_adj[:m]
+        features = None if self.features is None else self.features[:m]
+        has_feat = None if self.has_feat is None else self.has_feat[:m]
+        extras = {key: (v[:m], sent[:m]) for key, (v, sent) in sorted(self.extras.items())}
+        return ReportBatch(
+            self.round, self.num_nodes, self.nodes[:m], indptr, indices, has_adj, features,
+            has_feat, extras,
+        )  # fmt: skip
+
+
+__all__ = ["BatchBuilder", "NodeBatch", "ReportBatch"]

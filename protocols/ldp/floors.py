@@ -51,6 +51,20 @@ class NonPrivate(LdpProtocol):
             view.node_id, round_, view.num_nodes, np.asarray(view.neighbors, dtype=np.int32), feats
         )
 
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict, seeds: int | Sequence[int]
+    ):
+        if batch.features.dtype != np.uint8:  # the dtype is chosen row by row: node by node
+            return super().client_step_batch(round_, batch, server_msg, seeds)
+        return ReportBatch(
+            round_,
+            batch.num_nodes,
+            batch.nodes.copy(),
+            np.asarray(batch.indptr, dtype=np.int64).copy(),
+            np.asarray(batch.indices, dtype=np.int32).copy(),
+            features=np.array(batch.features, dtype=np.uint8),
+        )
+
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
@@ -59,9 +73,11 @@ class NonPrivate(LdpProtocol):
         coo = reported.tocoo()
         edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
         dtype = np.uint8
-        if any(
-            r.features is not None and r.features.dtype != np.uint8 for r in result.reports.values()
-        ):
+        reports = result.reports
+        if isinstance(reports, ReportBatch):  # one feature dtype for all its rows
+            if reports.features is not None and reports.features.dtype != np.uint8:
+                dtype = np.float32
+        elif any(r.features is not None and r.features.dtype != np.uint8 for r in reports.values()):
             dtype = np.float32
         x, _ = feature_reports(result.reports, n, d, dtype=dtype)
         return Release(

@@ -31,7 +31,7 @@ import numpy as np
 
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
-from ldpgraph.protocols.batch import NodeBatch, ReportBatch
+from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import NodeView, Release
@@ -136,9 +136,34 @@ def collect_round(
     job = _Job(protocol, graph, round_, server_msg, seed, settings, admitted)
     ranges = [(lo, min(lo + CHUNK_NODES, admitted.size))
               for lo in range(0, admitted.size, CHUNK_NODES)]  # fmt: skip
-    parts = _run_job(job, ranges, collection_workers(workers, admitted.size), progress)
+    joined = _Joined(round_, graph.num_nodes, admitted.size)
+    _run_job(job, ranges, collection_workers(workers, admitted.size), joined.add, progress)
     missing = np.setdiff1d(np.arange(graph.num_nodes), admitted)
-    return RoundResult(_merge(parts, round_, graph.num_nodes), missing)
+    return RoundResult(joined.finish(), missing)
+
+
+class _Joined:
+    """The ranges' reports joined as they arrive: one :class:`ReportBatch` (each part copied
+    in and freed), or a dict once a part is one (a protocol whose reports do not pack)."""
+
+    def __init__(self, round_: int, num_nodes: int, rows: int) -> None:
+        self.builder: BatchBuilder | None = BatchBuilder(round_, num_nodes, rows)
+        self.plain: dict[int, Any] = {}
+
+    def add(self, part: Mapping[int, Any]) -> None:
+        if self.builder is not None and isinstance(part, ReportBatch):
+            try:
+                self.builder.add(part)
+                return
+            except ValueError:
+                pass
+        if self.builder is not None:
+            self.plain = dict(self.builder.finish().items())
+            self.builder = None
+        self.plain.update(part.items())
+
+    def finish(self) -> Mapping[int, Any]:
+        return self.builder.finish() if self.builder is not None else self.plain
 
 
 class _Job:
@@ -188,14 +213,15 @@ def _run_job(
     job: _Job,
     ranges: list[tuple[int, int]],
     workers: int,
+    sink: Callable[[Mapping[int, Any]], None],
     progress: Callable[[int], None] | None,
-) -> list[Mapping[int, Any]]:
-    """Every range's reports, in order: in this process, or on ``workers`` forked ones."""
+) -> None:
+    """Every range's reports, handed to ``sink`` in order: from this process, or from
+    ``workers`` forked ones."""
     global _ACTIVE
-    parts: list[Mapping[int, Any]] = []
 
     def done(bounds: tuple[int, int], part: Mapping[int, Any]) -> None:
-        parts.append(part)
+        sink(part)
         if progress is not None:
             progress(bounds[1] - bounds[0])
 
@@ -204,6 +230,7 @@ def _run_job(
         try:
             pool = multiprocessing.get_context("fork").Pool(workers)
         except OSError as exc:  # no processes to spare: collect here
+            _ACTIVE = None
             log.warning("local backend: cannot fork %d workers (%s); collecting serially",
                         workers, exc)  # fmt: skip
         else:
@@ -211,24 +238,11 @@ def _run_job(
                 with pool:
                     for bounds, part in zip(ranges, pool.imap(_run_active, ranges), strict=True):
                         done(bounds, part)
-                return parts
+                return
             finally:
                 _ACTIVE = None
     for bounds in ranges:
         done(bounds, job.run(bounds))
-    return parts
-
-
-def _merge(parts: list[Mapping[int, Any]], round_: int, num_nodes: int) -> Mapping[int, Any]:
-    """The parts as one :class:`ReportBatch` (a dict when a protocol's reports do not pack)."""
-    if not parts:
-        return ReportBatch.empty(round_, num_nodes)
-    if all(isinstance(p, ReportBatch) for p in parts):
-        try:
-            return ReportBatch.concat(parts)  # type: ignore[arg-type]
-        except ValueError:
-            pass
-    return {node: report for part in parts for node, report in part.items()}
 
 
 class LocalCollector:

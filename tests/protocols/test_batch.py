@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.base import ReportSchema
-from ldpgraph.protocols.batch import NodeBatch, ReportBatch
+from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.ldp.assemble import adjacency_reports, extra_reports, feature_reports
 from ldpgraph.protocols.ldp.node_reports import rr_onebit_batch
@@ -274,3 +274,26 @@ def test_batch_validation_matches_the_per_report_checks():
         assert (bad_range, bad_order, own) == ({4, 6}, {1, 2}, {3})
     wrong_round = batch_problems(batch, 1, n, 3, schema)
     assert len(wrong_round) == 7 and all("round 0" in p for p in wrong_round.values())
+
+
+def test_the_builder_grows_past_its_estimate_and_keeps_every_index():
+    # The first part says ~1 index a row; the second has 50 a row: the buffer must grow.
+    def part(nodes: np.ndarray, per_row: int) -> ReportBatch:
+        rows = [np.arange(per_row, dtype=np.int32) + 1 for _ in nodes]
+        reports = [Report(int(v), 0, 5000, r) for v, r in zip(nodes, rows, strict=True)]
+        return ReportBatch.from_reports(nodes, reports, 0, 5000)
+
+    parts = [part(np.arange(10), 1), part(np.arange(10, 1000), 50), part(np.arange(1000, 1200), 2)]
+    builder = BatchBuilder(0, 5000, 1201)
+    for p in parts:
+        builder.add(p)
+    with pytest.raises(ValueError, match="increasing"):
+        builder.add(part(np.array([5]), 1))  # refused whole: the builder is unchanged
+    joined = builder.finish()
+    assert joined.indices.size == 10 + 990 * 50 + 200 * 2
+    want = np.concatenate([p.indices for p in parts])
+    assert np.array_equal(joined.indices, want) and joined.indices.dtype == np.int32
+    assert np.array_equal(
+        joined.indptr, np.concatenate([[0], np.cumsum([1] * 10 + [50] * 990 + [2] * 200)])
+    )
+    assert_same_reports({k: p[k] for p in parts for k in p}, joined)

@@ -9,6 +9,7 @@ import pytest
 
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.batch import ReportBatch
+from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.simulation.backends import local
 from ldpgraph.simulation.backends.local import (
@@ -120,14 +121,25 @@ def test_worker_count(monkeypatch):
         collection_workers(0, 100_000)
 
 
-def test_a_protocol_without_a_batched_step_is_collected_node_by_node(graph):
-    # The default client_step_batch (a loop) keeps what the protocol sends; raw uploads of a
-    # trusted curator (``none``) pack as they are.
+def test_raw_uploads_pack_and_rows_of_mixed_types_stay_a_dict(graph):
+    # ``none`` (every central strategy's client side): binary features pack into a batch; on
+    # real-valued features a node sends an all-0/1 row as uint8 and the others as float32, so
+    # the default client_step_batch keeps them in a dict, as sent.
     proto = make_protocol("none")
     settings = NodeSettings(budget=1.0, trust_curator=True)
     loop = collect_round(proto, graph, 0, {}, 0, settings=settings, batched=False)
     batched = collect_round(proto, graph, 0, {}, 0, settings=settings)
+    assert isinstance(batched.reports, ReportBatch)
     assert_same_reports(loop.reports, batched.reports)
+    x = graph.x.astype(np.float32) * np.float32(0.5)
+    x[:10] = graph.x[:10]
+    mixed = Graph("mixed", graph.edges, x, graph.y, graph.feature_domain)
+    loop = collect_round(proto, mixed, 0, {}, 0, settings=settings, batched=False)
+    batched = collect_round(proto, mixed, 0, {}, 0, settings=settings, workers=2)
+    assert isinstance(batched.reports, dict)
+    assert_same_reports(loop.reports, batched.reports)
+    real = 10 + int(np.flatnonzero(graph.x[10:].any(axis=1))[0])  # a row with a 0.5 in it
+    assert {batched.reports[v].features.dtype.type for v in (0, real)} == {np.uint8, np.float32}
     refused = collect_round(proto, graph, 0, {}, 0, settings=NodeSettings(budget=1.0))
     assert len(refused.reports) == 0 and refused.missing.size == N
     assert np.array_equal(refused.missing, np.arange(N))
