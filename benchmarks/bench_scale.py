@@ -239,7 +239,8 @@ def print_table(rows: list[dict], header: bool = True) -> None:
         total = sum(s for s in stages if s is not None)
         scan = r.get("scan_s")
         c_r = (r.get("collect_s") or 0) + (r.get("reconstruct_s") or 0)
-        ratio = f"{c_r / scan:>9.1f}x" if scan and r["mode"] == "new" else f"{'-':>10}"
+        measured = r["mode"] == "new" and scan and r.get("reconstruct_s") is not None
+        ratio = f"{c_r / scan:>9.1f}x" if measured else f"{'-':>10}"
         workers = r.get("workers", "-")
         print(
             f"{r['n']:>9} {r['mode']:<8} {workers:>7} {r.get('reported_ones', 0):>12} "
