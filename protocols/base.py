@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .batch import NodeBatch, ReportBatch
 from .params import Param
 from .types import NodeView, PrivacyReport, Release, Report
 
@@ -117,9 +119,11 @@ class ReportSchema:
 
 @dataclass
 class RoundResult:
-    """The reports of one round, keyed by node id, with the ids that sent none (or a bad one)."""
+    """The reports of one round, keyed by node id (a dict, or a compact
+    :class:`~ldpgraph.protocols.batch.ReportBatch`), with the ids that sent none (or a bad
+    one)."""
 
-    reports: dict[int, Report]
+    reports: Mapping[int, Report]
     missing: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
@@ -174,6 +178,30 @@ class LdpProtocol(ABC):
     ) -> Report:
         """One node's report for this round, from its own view and random streams only."""
 
+    def client_step_batch(
+        self,
+        round_: int,
+        batch: NodeBatch,
+        server_msg: dict[str, Any],
+        seeds: int | Sequence[int],
+    ) -> Mapping[int, Report]:
+        """The reports of every node of ``batch`` for this round (``seeds``: one stream seed
+        for all nodes, or one per node): exactly what :meth:`client_step` gives node by node.
+        This default calls it node by node and packs the reports into a
+        :class:`~ldpgraph.protocols.batch.ReportBatch` (a dict when they do not pack); a
+        protocol overrides it with a faster path only where that gives the same reports, byte
+        for byte."""
+        reports = [
+            self.client_step(
+                round_, view, server_msg, seeds if isinstance(seeds, int | np.integer) else seeds[k]
+            )
+            for k, view in enumerate(batch.views())
+        ]
+        try:
+            return ReportBatch.from_reports(batch.nodes, reports, round_, batch.num_nodes)
+        except ValueError:
+            return dict(zip(batch.nodes.tolist(), reports, strict=True))
+
     @abstractmethod
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
@@ -203,3 +231,12 @@ class ClientSideOf(LdpProtocol):
         self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
     ) -> Report:
         return self.client_side.client_step(round_, view, server_msg, seed)
+
+    def client_step_batch(
+        self,
+        round_: int,
+        batch: NodeBatch,
+        server_msg: dict[str, Any],
+        seeds: int | Sequence[int],
+    ) -> Mapping[int, Report]:
+        return self.client_side.client_step_batch(round_, batch, server_msg, seeds)

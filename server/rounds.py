@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ldpgraph.protocols.batch import ReportBatch
 from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import Release, Report
 
@@ -61,11 +63,12 @@ class RoundStats:
 
 
 class Replies(NamedTuple):
-    """What a collector brings back from one round: the decoded reports by node id, and its
-    counts of what it could not use (``stats.replied`` counts ``reports``). ``seconds``: what
+    """What a collector brings back from one round: the decoded reports by node id (a dict,
+    or a :class:`~ldpgraph.protocols.batch.ReportBatch`), and its counts of what it could not
+    use (``stats.replied`` counts ``reports``). ``seconds``: what
     the collection cost when that is not the time of the call (a replay of earlier reports)."""
 
-    reports: dict[int, Report]
+    reports: Mapping[int, Report]
     stats: RoundStats
     seconds: float | None = None
 
@@ -74,8 +77,9 @@ class Collector(Protocol):
     """Sends a round's ``message`` to every node and returns their replies (``length``: of the
     feature part of each report, None when the round asks for none)."""
 
-    def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
-        ...
+    def collect(
+        self, protocol: LdpProtocol, message: RoundMessage, length: int | None
+    ) -> Replies: ...
 
 
 @dataclass
@@ -138,18 +142,107 @@ def validate_replies(
     nodes that sent none) and the completed counts."""
     schema = protocol.schema(round_)
     stats = replies.stats
-    reports: dict[int, Report] = {}
-    for node, report in replies.reports.items():
-        problem = report_problem(report, node, round_, num_nodes, num_features, schema)
-        if problem is None:
-            reports[node] = report
-            continue
+    if isinstance(replies.reports, ReportBatch):
+        problems = batch_problems(replies.reports, round_, num_nodes, num_features, schema)
+        valid: Mapping[int, Report] = replies.reports.drop(problems)
+    else:
+        problems = {}
+        valid = {}
+        for node, report in replies.reports.items():
+            problem = report_problem(report, node, round_, num_nodes, num_features, schema)
+            if problem is None:
+                valid[node] = report
+            else:
+                problems[node] = problem
+    for node, problem in problems.items():
         stats.replied -= 1
         stats.rejected += 1
         stats.reasons[f"invalid report: {problem}"] += 1
         log.warning("round %d: report of node %s dropped: %s", round_, node, problem)
-    missing = np.setdiff1d(np.arange(num_nodes), np.fromiter(reports, np.int64, len(reports)))
-    return RoundResult(reports, missing), stats
+    if isinstance(valid, ReportBatch):
+        sent = valid.nodes
+    else:
+        sent = np.fromiter(valid, np.int64, len(valid))
+    missing = np.setdiff1d(np.arange(num_nodes), sent)
+    return RoundResult(valid, missing), stats
+
+
+def batch_problems(
+    batch: ReportBatch,
+    round_: int,
+    num_nodes: int,
+    num_features: int | None,
+    schema: ReportSchema,
+) -> dict[int, str]:
+    """:func:`report_problem` for every report of a batch, read from its arrays: the nodes
+    whose report is invalid, each with its (first) reason."""
+    nodes = batch.nodes
+    problems: dict[int, str] = {}
+
+    def flag(rows: np.ndarray, reason: str) -> None:
+        for node in nodes[rows].tolist():
+            problems.setdefault(node, reason)
+
+    everyone = np.ones(nodes.shape[0], dtype=bool)
+    if nodes.size and (nodes[0] < 0 or nodes[-1] >= num_nodes):
+        flag((nodes < 0) | (nodes >= num_nodes), "report of a node outside the graph")
+    if batch.round != round_ or batch.num_nodes != num_nodes:
+        flag(everyone, f"report for round {batch.round} of n={batch.num_nodes}")
+    has_adj = batch.adjacency_mask()
+    if schema.adjacency:
+        flag(~has_adj, "adjacency is not a vector of node ids")
+        if batch.indptr is not None:
+            for rows, reason in _adjacency_problems(batch, num_nodes):
+                flag(rows, reason)
+    else:
+        flag(has_adj, "adjacency sent in a round that did not ask for it")
+    has_feat = batch.features_mask()
+    if schema.features:
+        x = batch.features
+        if x is None or x.ndim != 2 or x.shape[1] != num_features:
+            flag(everyone, f"features are not a vector of length {num_features}")
+        else:
+            flag(~has_feat, f"features are not a vector of length {num_features}")
+            if x.dtype.kind == "f":
+                flag(~np.isfinite(x).all(axis=1), "features are not finite")
+    else:
+        flag(has_feat, "features sent in a round that did not ask for them")
+    for key in schema.extras:
+        values, sent = batch.extras.get(key, (None, None))
+        if values is None:
+            flag(everyone, f"missing or invalid field {key!r}")
+        else:
+            flag(~(sent & np.isfinite(values)), f"missing or invalid field {key!r}")
+    return problems
+
+
+def _adjacency_problems(batch: ReportBatch, num_nodes: int, chunk: int = 1 << 24):
+    """(rows, reason) for adjacency rows out of range, unsorted or duplicated, or holding the
+    node's own diagonal entry; reads ``chunk`` indices at a time (no copy of the reports)."""
+    indptr, indices, nodes = batch.indptr, batch.indices, batch.nodes
+    m = nodes.shape[0]
+    bad_range = np.zeros(m, dtype=bool)
+    bad_order = np.zeros(m, dtype=bool)
+    own = np.zeros(m, dtype=bool)
+    for lo in range(0, indices.shape[0], chunk):
+        hi = min(lo + chunk, indices.shape[0])
+        # The rows that overlap [lo, hi), and the row of every index in it.
+        first = int(np.searchsorted(indptr, lo, side="right")) - 1
+        last = min(int(np.searchsorted(indptr, hi, side="left")), m)
+        starts = np.clip(indptr[first:last], lo, hi)
+        ends = np.clip(indptr[first + 1 : last + 1], lo, hi)
+        which = np.repeat(np.arange(first, last), ends - starts)
+        part = indices[lo:hi]
+        bad_range[which[(part < 0) | (part >= num_nodes)]] = True
+        # Within a row every index exceeds the one before it (across the chunk's edge too).
+        down = (part[1:] <= part[:-1]) & (which[1:] == which[:-1])
+        bad_order[which[1:][down]] = True
+        if lo > 0 and indptr[which[0]] < lo and part[0] <= indices[lo - 1]:
+            bad_order[which[0]] = True
+        own[which[part == nodes[which]]] = True
+    yield bad_range, f"adjacency index out of range [0, {num_nodes})"
+    yield bad_order, "adjacency indices are unsorted or duplicated"
+    yield own, "adjacency contains the node's own diagonal entry"
 
 
 def report_problem(

@@ -62,7 +62,7 @@ is the dense P_ij (to 1e-12: only the β-fit's summation order differs).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,14 +79,15 @@ from ..base import (
     ReportSchema,
     RoundResult,
 )
+from ..batch import NodeBatch, ReportBatch
 from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
 from ..params import Param
 from ..registry import register
 from ..rng import DEGREE, node_rng
 from ..types import NodeView, PrivacyReport, Release, Report
-from .assemble import adjacency_reports, feature_reports
+from .assemble import adjacency_reports, extra_reports, feature_reports
 from .hogs import FR_THRESHOLD, reconstruct_features
-from .node_reports import noisy_features, noisy_row
+from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 from .reported_pairs import PairBlock, ReportedPairs
 
 VARIANTS = ("hard", "soft", "hybrid")
@@ -784,19 +785,22 @@ class BlinkProtocol(LdpProtocol):
         # An integer; the wire's extras are float64, which holds it exactly.
         return Report(me, round_, view.num_nodes, adj, feats, {DEGREE_FIELD: float(degree)})
 
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        p = self.params
+        eps_a = p.eps_adjacency if self.sends_adjacency else None
+        eps_f = None if p.public_features else p.eps_features
+        degree = (DEGREE_FIELD, p.eps_degree)
+        return rr_onebit_batch(batch, round_, seeds, eps_a, eps_f, degree)
+
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
         p = self.params
         n, d = curator.num_nodes, curator.num_features
         reported, observed = adjacency_reports(result.reports, n)
-        noisy = np.zeros(n)
-        has_degree = np.zeros(n, dtype=bool)
-        for node, rep in result.reports.items():
-            value = rep.extras.get(DEGREE_FIELD)
-            if value is not None and math.isfinite(value):
-                noisy[node] = value
-                has_degree[node] = True
+        noisy, has_degree = extra_reports(result.reports, DEGREE_FIELD, n)
         if p.public_features:
             if curator.public_features is None:
                 raise ValueError(f"{self.name} needs the public features in the curator view")

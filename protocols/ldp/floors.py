@@ -4,17 +4,19 @@ floor (an MLP on the features a protocol gives the server, with no edges at all)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, unit_summary
 from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .node_reports import noisy_features
+from .node_reports import noisy_features, rr_onebit_batch
 
 
 @register(
@@ -49,6 +51,20 @@ class NonPrivate(LdpProtocol):
             view.node_id, round_, view.num_nodes, np.asarray(view.neighbors, dtype=np.int32), feats
         )
 
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict, seeds: int | Sequence[int]
+    ):
+        if batch.features.dtype != np.uint8:  # the dtype is chosen row by row: node by node
+            return super().client_step_batch(round_, batch, server_msg, seeds)
+        return ReportBatch(
+            round_,
+            batch.num_nodes,
+            batch.nodes.copy(),
+            np.asarray(batch.indptr, dtype=np.int64).copy(),
+            np.asarray(batch.indices, dtype=np.int32).copy(),
+            features=np.array(batch.features, dtype=np.uint8),
+        )
+
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
@@ -57,9 +73,11 @@ class NonPrivate(LdpProtocol):
         coo = reported.tocoo()
         edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
         dtype = np.uint8
-        if any(
-            r.features is not None and r.features.dtype != np.uint8 for r in result.reports.values()
-        ):
+        reports = result.reports
+        if isinstance(reports, ReportBatch):  # one feature dtype for all its rows
+            if reports.features is not None and reports.features.dtype != np.uint8:
+                dtype = np.float32
+        elif any(r.features is not None and r.features.dtype != np.uint8 for r in reports.values()):
             dtype = np.float32
         x, _ = feature_reports(result.reports, n, d, dtype=dtype)
         return Release(
@@ -124,6 +142,11 @@ class FeaturesOnly(LdpProtocol):
     def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
         feats = noisy_features(view, self.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, None, feats)
+
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict, seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        return rr_onebit_batch(batch, round_, seeds, None, self.eps_features)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

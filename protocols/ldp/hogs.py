@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +33,14 @@ from ..base import (
     ReportSchema,
     RoundResult,
 )
+from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..mechanisms import flip_probability
 from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .node_reports import noisy_features, noisy_row
+from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs, row_blocks
 from .similarity import FeatureRows
@@ -365,6 +367,13 @@ class HogsProtocol(LdpProtocol):
         adj = noisy_row(view, p.eps_adjacency, seed, round_)
         feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, adj, feats)
+
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        p = self.params
+        eps_f = None if p.public_features else p.eps_features
+        return rr_onebit_batch(batch, round_, seeds, p.eps_adjacency, eps_f)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

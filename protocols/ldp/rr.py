@@ -24,6 +24,7 @@ edges, under "lower" they are edges iff the larger-id endpoint (if present) repo
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +32,13 @@ import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
 from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
-from .node_reports import noisy_features, noisy_row
+from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 
 COMBINE = ("or", "and", "lower")
 COMBINE_PARAM = Param(
@@ -145,6 +147,13 @@ class RRProtocol(LdpProtocol):
         adj = noisy_row(view, p.eps_adjacency, seed, round_)
         feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, adj, feats)
+
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        p = self.params
+        eps_f = None if p.public_features else p.eps_features
+        return rr_onebit_batch(batch, round_, seeds, p.eps_adjacency, eps_f)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

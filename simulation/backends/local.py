@@ -1,16 +1,29 @@
-"""The ``local`` backend: every node's client step in one process, node after node.
+"""The ``local`` backend: every node's client step in this machine's processes.
 
 Each node still uses only its own view and its own random streams, so the reports are exactly
 those the Flower backend collects for the same seed; and each node passes the same guard as a
 Flower node (:mod:`ldpgraph.client.budget`): a round over its budget, or a raw upload it did not
 consent to, is refused and the node counted as missing.
+
+The admitted nodes are collected in ranges, each range by the protocol's batched client step
+(:meth:`~ldpgraph.protocols.base.LdpProtocol.client_step_batch`: the same reports, byte for
+byte, without a Python object per node), on ``workers`` forked processes (default: every core
+this process may use, for rounds of at least :data:`PARALLEL_MIN_NODES` nodes; the
+``LDPGRAPH_LOCAL_WORKERS`` environment variable or the ``workers`` argument choose; 1 is
+serial). The reports come back as one :class:`~ldpgraph.protocols.batch.ReportBatch`, at the
+size of the reports. ``batched=False`` runs the former node-by-node loop (the reference the
+tests and benchmarks compare against).
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
+import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -18,10 +31,19 @@ import numpy as np
 
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
+from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.types import NodeView, Release
 from ldpgraph.server.rounds import Replies, RoundStats, run_rounds
+
+log = logging.getLogger("ldpgraph.simulation")
+
+#: Rounds with fewer admitted nodes are collected in this process (a fork costs more).
+PARALLEL_MIN_NODES = 20_000
+#: Nodes per batch handed to one client-step call (and one worker task).
+CHUNK_NODES = 8192
+WORKERS_ENV = "LDPGRAPH_LOCAL_WORKERS"
 
 
 def node_view(graph: Graph, node: int) -> NodeView:
@@ -36,6 +58,40 @@ def total_epsilon(protocol: LdpProtocol) -> float:
     return float(sum(protocol.round_epsilon(r) for r in range(protocol.rounds)))
 
 
+def _nested() -> bool:
+    """Whether this process is already one of several: a sweep's worker process, a Ray task
+    (their parents share out the cores), or a daemon (which may not have children)."""
+    if multiprocessing.parent_process() is not None or multiprocessing.current_process().daemon:
+        return True
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and getattr(ray, "is_initialized", lambda: False)())
+
+
+def collection_workers(workers: int | None, num_nodes: int) -> int:
+    """How many processes collect a round of ``num_nodes`` nodes: ``workers`` when given, else
+    ``$LDPGRAPH_LOCAL_WORKERS``, else every core this process may use (1 below
+    :data:`PARALLEL_MIN_NODES` nodes, inside a sweep's worker or a Ray task, or where
+    processes cannot be forked)."""
+    if workers is None:
+        env = os.environ.get(WORKERS_ENV, "").strip()
+        if env:
+            try:
+                workers = int(env)
+            except ValueError:
+                raise ValueError(f"{WORKERS_ENV} must be an integer, got {env!r}") from None
+        elif num_nodes < PARALLEL_MIN_NODES or _nested():
+            workers = 1
+        else:
+            workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if multiprocessing.current_process().daemon:
+        return 1  # a daemonic process may not have children
+    return min(workers, max(1, -(-num_nodes // CHUNK_NODES)))
+
+
 def collect_round(
     protocol: LdpProtocol,
     graph: Graph,
@@ -45,11 +101,15 @@ def collect_round(
     progress: Callable[[int], None] | None = None,
     settings: NodeSettings | None = None,
     ledger: Ledger | None = None,
+    workers: int | None = None,
+    batched: bool = True,
 ) -> RoundResult:
     """Every node's report for one round. With ``settings`` (and ``ledger``: what the nodes
     spent in earlier rounds) each node is admitted by its guard first, and draws from the
     streams its settings name; without, every node answers from ``seed`` (a reference
-    collection for tests and benchmarks)."""
+    collection for tests and benchmarks). ``workers``: processes to collect with (see
+    :func:`collection_workers`); ``batched=False``: node by node in this process, one
+    :class:`Report` object each (the former path, for comparisons)."""
     nodes = list(range(graph.num_nodes))
     if settings is not None:
         ledger = ledger if ledger is not None else Ledger(None, "local")
@@ -61,21 +121,134 @@ def collect_round(
             settings,
             protocol.raw_upload,
         )
-    reports = {}
-    for i, node in enumerate(nodes):
-        stream = seed if settings is None else settings.stream_seed()
-        reports[node] = protocol.client_step(round_, node_view(graph, node), server_msg, stream)
-        if progress is not None and (i + 1) % 1024 == 0:
-            progress(1024)
-    if progress is not None:
-        progress(len(nodes) % 1024)
-    missing = np.setdiff1d(np.arange(graph.num_nodes), np.asarray(nodes, dtype=np.int64))
-    return RoundResult(reports, missing)
+    if not batched:
+        reports = {}
+        for i, node in enumerate(nodes):
+            stream = seed if settings is None else settings.stream_seed()
+            reports[node] = protocol.client_step(round_, node_view(graph, node), server_msg, stream)
+            if progress is not None and (i + 1) % 1024 == 0:
+                progress(1024)
+        if progress is not None:
+            progress(len(nodes) % 1024)
+        missing = np.setdiff1d(np.arange(graph.num_nodes), np.asarray(nodes, dtype=np.int64))
+        return RoundResult(reports, missing)
+    admitted = np.asarray(nodes, dtype=np.int64)
+    job = _Job(protocol, graph, round_, server_msg, seed, settings, admitted)
+    ranges = [(lo, min(lo + CHUNK_NODES, admitted.size))
+              for lo in range(0, admitted.size, CHUNK_NODES)]  # fmt: skip
+    joined = _Joined(round_, graph.num_nodes, admitted.size)
+    _run_job(job, ranges, collection_workers(workers, admitted.size), joined.add, progress)
+    missing = np.setdiff1d(np.arange(graph.num_nodes), admitted)
+    return RoundResult(joined.finish(), missing)
+
+
+class _Joined:
+    """The ranges' reports joined as they arrive: one :class:`ReportBatch` (each part copied
+    in and freed), or a dict once a part is one (a protocol whose reports do not pack)."""
+
+    def __init__(self, round_: int, num_nodes: int, rows: int) -> None:
+        self.builder: BatchBuilder | None = BatchBuilder(round_, num_nodes, rows)
+        self.plain: dict[int, Any] = {}
+
+    def add(self, part: Mapping[int, Any]) -> None:
+        if self.builder is not None and isinstance(part, ReportBatch):
+            try:
+                self.builder.add(part)
+                return
+            except ValueError:
+                pass
+        if self.builder is not None:
+            self.plain = dict(self.builder.finish().items())
+            self.builder = None
+        self.plain.update(part.items())
+
+    def finish(self) -> Mapping[int, Any]:
+        return self.builder.finish() if self.builder is not None else self.plain
+
+
+class _Job:
+    """One round's collection, shared with forked workers (inherited, never pickled)."""
+
+    def __init__(
+        self,
+        protocol: LdpProtocol,
+        graph: Graph,
+        round_: int,
+        server_msg: dict[str, Any],
+        seed: int,
+        settings: NodeSettings | None,
+        nodes: np.ndarray,
+    ) -> None:
+        self.protocol = protocol
+        self.graph = graph
+        self.round = round_
+        self.server_msg = server_msg
+        self.seed = seed
+        self.settings = settings
+        self.nodes = nodes
+
+    def run(self, bounds: tuple[int, int]) -> Mapping[int, Any]:
+        """The reports of the admitted nodes ``nodes[lo:hi]``."""
+        lo, hi = bounds
+        batch = NodeBatch.of_graph(self.graph, self.nodes[lo:hi])
+        if self.settings is None:
+            seeds: int | list[int] = self.seed
+        elif self.settings.seed is not None:
+            seeds = self.settings.seed
+        else:
+            # Fresh OS entropy for every node's request (drawn in the worker that serves it).
+            seeds = [self.settings.stream_seed() for _ in range(hi - lo)]
+        return self.protocol.client_step_batch(self.round, batch, self.server_msg, seeds)
+
+
+_ACTIVE: _Job | None = None
+
+
+def _run_active(bounds: tuple[int, int]) -> Mapping[int, Any]:
+    assert _ACTIVE is not None
+    return _ACTIVE.run(bounds)
+
+
+def _run_job(
+    job: _Job,
+    ranges: list[tuple[int, int]],
+    workers: int,
+    sink: Callable[[Mapping[int, Any]], None],
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Every range's reports, handed to ``sink`` in order: from this process, or from
+    ``workers`` forked ones."""
+    global _ACTIVE
+
+    def done(bounds: tuple[int, int], part: Mapping[int, Any]) -> None:
+        sink(part)
+        if progress is not None:
+            progress(bounds[1] - bounds[0])
+
+    if workers > 1 and len(ranges) > 1:
+        _ACTIVE = job
+        try:
+            pool = multiprocessing.get_context("fork").Pool(workers)
+        except OSError as exc:  # no processes to spare: collect here
+            _ACTIVE = None
+            log.warning("local backend: cannot fork %d workers (%s); collecting serially",
+                        workers, exc)  # fmt: skip
+        else:
+            try:
+                with pool:
+                    for bounds, part in zip(ranges, pool.imap(_run_active, ranges), strict=True):
+                        done(bounds, part)
+                return
+            finally:
+                _ACTIVE = None
+    for bounds in ranges:
+        done(bounds, job.run(bounds))
 
 
 class LocalCollector:
-    """Collects each round by calling every node's client step in this process, each node
-    behind its own guard (``settings``; ``ledger``: what the nodes spent in earlier rounds)."""
+    """Collects each round by calling every node's client step on this machine, each node
+    behind its own guard (``settings``; ``ledger``: what the nodes spent in earlier rounds);
+    ``workers`` and ``batched`` as :func:`collect_round` takes them."""
 
     def __init__(
         self,
@@ -83,11 +256,15 @@ class LocalCollector:
         seed: int,
         settings: NodeSettings,
         progress: Callable[[int], None] | None = None,
+        workers: int | None = None,
+        batched: bool = True,
     ) -> None:
         self.graph = graph
         self.seed = seed
         self.settings = settings
         self.progress = progress
+        self.workers = workers
+        self.batched = batched
         self.ledger = Ledger(None, "local")
 
     def collect(self, protocol: LdpProtocol, message: RoundMessage, length: int | None) -> Replies:
@@ -102,6 +279,8 @@ class LocalCollector:
             self.progress,
             self.settings,
             self.ledger,
+            self.workers,
+            self.batched,
         )
         refused = int(result.missing.size)
         stats = RoundStats(asked=self.graph.num_nodes, replied=len(result.reports), refused=refused)
@@ -127,8 +306,11 @@ class ReplayCollector:
             first = self.inner.collect(protocol, message, length)
             self.replies = first._replace(seconds=time.perf_counter() - t0)
         reports, stats, seconds = self.replies
-        # Fresh counts for each run (the round loop completes them in place).
-        return Replies(dict(reports), replace(stats, reasons=Counter(stats.reasons)), seconds)
+        # Fresh counts for each run (the round loop completes them in place); a batch is
+        # read-only, so every run may share it.
+        if not isinstance(reports, ReportBatch):
+            reports = dict(reports)
+        return Replies(reports, replace(stats, reasons=Counter(stats.reasons)), seconds)
 
 
 def run_protocol(
@@ -156,9 +338,12 @@ def run_protocol(
 
 
 __all__ = [
+    "CHUNK_NODES",
+    "PARALLEL_MIN_NODES",
     "LocalCollector",
     "ReplayCollector",
     "collect_round",
+    "collection_workers",
     "node_view",
     "run_protocol",
     "total_epsilon",

@@ -1,0 +1,324 @@
+"""Scale: HoGS through the ``local`` backend on synthetic graphs of 10^4 to 10^6 nodes.
+
+For every n, a homophilous sparse SBM (``synthetic:``, average degree ~10, binary features) is
+generated and one run goes through the pipeline's own stages: collect (every node's client
+step, behind its guard), reconstruct (validation, assembly of the reports, HoGS's server step),
+train (``--epochs`` epochs of GCN on ``--device``). Printed per n: the stage times, the run's
+peak resident memory (the process, and the largest collection worker beside it), and two
+references:
+
+* ``old collect``: the former node-by-node loop (one ``Report`` object per node, in this
+  process; ``--old-max`` caps the sizes it runs at, it costs ~100 µs a node);
+* ``bare scan``: the floor of any collection: generating as many random report indices as the
+  run's nodes reported 1-bits, with numpy on one core, then sort and unique (int64 keys).
+
+Each measurement runs in its own process, so its memory figures are its own.
+
+    python benchmarks/bench_scale.py                          # n = 1e4, 1e5; ε = 16, split 0.5
+    python benchmarks/bench_scale.py --sizes 1000000 --stages collect --old-max 0
+    python benchmarks/bench_scale.py --sizes 100000 --epsilon 8 --workers 1 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+STAGES = ("collect", "reconstruct", "train")
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size (``/usr/bin/time -v``'s figure): of this process, or of the
+    largest of its finished children."""
+    return round(resource.getrusage(who).ru_maxrss / 1024, 1)
+
+
+@contextmanager
+def sampled(record: dict, name: str):
+    """Seconds and the peak RSS (sampled every 5 ms) of a block."""
+    peak = [rss_bytes()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_bytes())
+            stop.wait(0.005)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        record[f"{name}_s"] = round(time.perf_counter() - t0, 3)
+        stop.set()
+        th.join()
+        record[f"{name}_peak_mib"] = round(max(peak[0], rss_bytes()) / 2**20, 1)
+
+
+def spec(n: int, args: argparse.Namespace) -> str:
+    return (
+        f"synthetic:n={n},classes={args.classes},avg_degree={args.avg_degree},d={args.d},"
+        f"feature_density={args.feature_density},seed=0"
+    )
+
+
+def one(n: int, mode: str, args: argparse.Namespace) -> dict:
+    """One measurement in this process: ``new`` (the pipeline's stages) or ``old`` (the
+    node-by-node collection, then the same server step on its dict of reports)."""
+    from ldpgraph.protocols.registry import make_protocol
+    from ldpgraph.simulation import pipeline
+    from ldpgraph.simulation.backends.local import (
+        LocalCollector,
+        collection_workers,
+        run_protocol,
+    )
+    from ldpgraph.simulation.config import RunConfig
+
+    config = RunConfig(
+        dataset=spec(n, args),
+        protocol="hogs",
+        epsilon=args.epsilon,
+        feature_share=args.feature_share,
+        tau=args.tau,
+        steps=args.steps,
+        backend="local",
+        epochs=args.epochs,
+        device=args.device,
+        metrics="accuracy",
+        seed=0,
+    ).validate()
+    # Imported before any clock starts: torch's import (seconds) is no stage's cost.
+    import ldpgraph.protocols.ldp.hogs  # noqa: F401
+    import ldpgraph.server.training  # noqa: F401
+
+    rec: dict = {"n": n, "mode": mode}
+    with sampled(rec, "generate"):
+        prepared = pipeline.prepare(config)
+    graph, split = prepared.graph, prepared.split
+    rec.update(edges=graph.num_edges, d=graph.num_features)
+    protocol = make_protocol("hogs", **config.protocol_params())
+    curator = pipeline.curator_view(graph, False, split, config.device)
+    settings = config.node_settings()
+    batched = mode == "new"
+    workers = args.workers if batched else 1
+    rec["workers"] = collection_workers(workers, n) if batched else 1
+    collector = Counting(
+        LocalCollector(graph, config.seed, settings, workers=workers, batched=batched)
+    )
+    if args.stages == "collect":
+        from ldpgraph.server.rounds import round_message
+
+        with sampled(rec, "collect"):
+            collector.collect(protocol, round_message(protocol, 0, config.seed), args.d)
+    else:
+        with sampled(rec, "release"):
+            release, timings = run_protocol(
+                protocol, graph, curator, config.seed, settings=settings, collector=collector
+            )
+        rec["collect_s"] = round(timings["collect"], 3)
+        rec["reconstruct_s"] = round(timings["reconstruct"], 3)
+        rec["synthetic_edges"] = release.num_edges
+        if mode == "new" and args.stages == "all":
+            with sampled(rec, "train"):
+                sections, _ = pipeline.evaluate(config, prepared.original, split, release)
+            rec["test_accuracy"] = sections.get("accuracy", {}).get("test")
+            rec["train_device"] = sections.get("training", {}).get("device")
+    rec["reported_ones"] = collector.ones
+    rec["collect_cpu_s"] = round(collector.cpu, 3)
+    rec["peak_rss_mib"] = peak_mib()
+    rec["worker_peak_rss_mib"] = peak_mib(resource.RUSAGE_CHILDREN)
+    return rec
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the collection's workers)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class Counting:
+    """A collector that counts the reported 1-bits of what ``inner`` collects, and the CPU
+    seconds it took (on a loaded machine the wall time says less)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.ones = 0
+        self.cpu = 0.0
+
+    def collect(self, protocol, message, length):
+        c0 = cpu_seconds()
+        replies = self.inner.collect(protocol, message, length)
+        self.cpu += cpu_seconds() - c0
+        reports = replies.reports
+        if hasattr(reports, "indices"):  # a ReportBatch
+            self.ones += int(reports.indices.size)
+        else:
+            self.ones += sum(r.adjacency.size for r in reports.values() if r.adjacency is not None)
+        return replies
+
+
+def bare_scan(n: int, count: int) -> dict:
+    """Generate ``count`` random report keys (row·n + column, int64) on one core, sort them
+    and drop duplicates: what any collection of these reports at least costs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rec: dict = {"n": n, "mode": "scan", "count": count}
+    t0 = time.perf_counter()
+    keys = np.empty(count, dtype=np.int64)
+    step = 1 << 24
+    for lo in range(0, count, step):  # chunks: the generator's temporaries stay small
+        hi = min(lo + step, count)
+        keys[lo:hi] = rng.integers(0, n * n, hi - lo)
+    t1 = time.perf_counter()
+    keys.sort()
+    t2 = time.perf_counter()
+    unique = np.empty(count, dtype=bool)
+    unique[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=unique[1:])
+    kept = int(unique.sum())
+    t3 = time.perf_counter()
+    rec.update(
+        generate_s=round(t1 - t0, 3), sort_s=round(t2 - t1, 3), unique_s=round(t3 - t2, 3),
+        scan_s=round(t3 - t0, 3), unique_keys=kept, peak_rss_mib=peak_mib(),
+    )  # fmt: skip
+    return rec
+
+
+def run_child(n: int, mode: str, args: argparse.Namespace, **extra) -> dict:
+    """:func:`one` (or the scan) in a fresh process; its record, or the error it ended with."""
+    child = json.dumps({**vars(args), **extra, "one": n, "mode": mode})
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", child], capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        return {"n": n, "mode": mode, "error": " | ".join(tail) or f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fmt(value, unit: str = "s", width: int = 9) -> str:
+    if value is None:
+        return f"{'-':>{width}}"
+    if unit == "s":
+        return f"{value:>{width - 1}.2f}s"
+    return f"{value / 1024:>{width - 3}.2f} GiB"
+
+
+def print_table(rows: list[dict], header: bool = True) -> None:
+    head = (
+        f"{'n':>9} {'path':<8} {'workers':>7} {'1-bits':>12} {'collect':>9} {'(cpu)':>9} "
+        f"{'reconstr':>9} "
+        f"{'train':>9} {'total':>9} {'peak RSS':>12} {'worker RSS':>12} {'bare scan':>9} "
+        f"{'(c+r)/scan':>10}"
+    )
+    if header:
+        print(head)
+        print("-" * len(head))
+    for r in rows:
+        if "error" in r:
+            print(f"{r['n']:>9} {r['mode']:<8} failed: {r['error']}")
+            continue
+        stages = [r.get(f"{s}_s") for s in STAGES]
+        total = sum(s for s in stages if s is not None)
+        scan = r.get("scan_s")
+        c_r = (r.get("collect_s") or 0) + (r.get("reconstruct_s") or 0)
+        measured = r["mode"] == "new" and scan and r.get("reconstruct_s") is not None
+        ratio = f"{c_r / scan:>9.1f}x" if measured else f"{'-':>10}"
+        workers = r.get("workers", "-")
+        print(
+            f"{r['n']:>9} {r['mode']:<8} {workers:>7} {r.get('reported_ones', 0):>12} "
+            + f"{fmt(stages[0])} {fmt(r.get('collect_cpu_s'))} "
+            + " ".join(fmt(s) for s in stages[1:])
+            + f" {fmt(total)} {fmt(r.get('peak_rss_mib'), 'm', 12)}"
+            + f" {fmt(r.get('worker_peak_rss_mib') or None, 'm', 12)} {fmt(scan)} {ratio}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--epsilon", type=float, default=16.0)
+    ap.add_argument("--feature-share", type=float, default=0.5, help="ε_f = share·ε (δ)")
+    ap.add_argument("--tau", type=float, default=0.5)
+    ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--device", default="cpu", help="training device: cpu, cuda, auto")
+    ap.add_argument("--classes", type=int, default=5)
+    ap.add_argument("--avg-degree", type=float, default=10.0)
+    ap.add_argument("--d", type=int, default=256, help="binary feature dimension")
+    ap.add_argument("--feature-density", type=float, default=0.05)
+    ap.add_argument(
+        "--workers", type=int, default=None, help="collection processes (default: automatic)"
+    )
+    ap.add_argument(
+        "--old-max",
+        type=int,
+        default=100_000,
+        help="run the former node-by-node collection up to this n (0: never)",
+    )
+    ap.add_argument(
+        "--stages",
+        choices=("all", "release", "collect"),
+        default="all",
+        help="all: collect, reconstruct, train; release: no training; collect: collection only",
+    )
+    ap.add_argument("--no-scan", action="store_true", help="skip the bare-scan floor")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child = argparse.Namespace(**json.loads(args.child))
+        if child.mode == "scan":
+            print(json.dumps(bare_scan(child.one, child.scan_count)))
+        else:
+            print(json.dumps(one(child.one, child.mode, child)))
+        return
+    rows: list[dict] = []
+    if not args.json:
+        print(
+            f"HoGS, local backend, ε = {args.epsilon:g} (split {args.feature_share:g}), "
+            f"d = {args.d}, avg degree {args.avg_degree:g}, {args.epochs} epochs on "
+            f"{args.device}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    for n in args.sizes:
+        if n <= args.old_max:
+            rows.append(run_child(n, "old", args))
+        new = run_child(n, "new", args)
+        rows.append(new)
+        if not args.no_scan and new.get("reported_ones", 0) > 0:
+            scan = run_child(n, "scan", args, scan_count=new["reported_ones"])
+            new["scan_s"] = scan.get("scan_s")
+            new["scan"] = scan
+        if not args.json:
+            print_table([r for r in rows if r["n"] == n], header=n == args.sizes[0])
+    if args.json:
+        print(json.dumps({"args": vars(args), "rows": rows}, indent=2))
+    else:
+        print("\n(cpu): CPU seconds of the collection, its workers included. (c+r)/scan: "
+              "collection + reconstruction against the bare scan of the same number of report "
+              "indices (one core).")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
