@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms import OneBit, RandomizedResponse
-from ..rng import ADJACENCY, FEATURES, node_rng
+from ..mechanisms import AsymmetricRR, OneBit, RandomizedResponse
+from ..rng import ADJACENCY, FEATURES, SAMPLING, node_rng
 from ..types import NodeView
 
 
@@ -18,6 +18,18 @@ def noisy_row(view: NodeView, epsilon: float, seed: int, round_: int) -> np.ndar
         view.num_nodes,
         node_rng(seed, view.node_id, round_, ADJACENCY),
         exclude=view.node_id,
+    )
+
+
+def sampled_row(view: NodeView, epsilon: float, mu: float, seed: int, round_: int) -> np.ndarray:
+    """:func:`noisy_row` (the same RR draws, on the ADJACENCY stream), then each reported 1
+    kept with probability ``mu`` on the node's SAMPLING stream (asymmetric RR)."""
+    return AsymmetricRR(epsilon, mu).perturb_row(
+        view.neighbors,
+        view.num_nodes,
+        node_rng(seed, view.node_id, round_, ADJACENCY),
+        exclude=view.node_id,
+        keep_rng=node_rng(seed, view.node_id, round_, SAMPLING),
     )
 
 
