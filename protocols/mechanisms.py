@@ -1,6 +1,7 @@
-"""Local randomizers: Warner randomized response on bits and the 1-bit mechanism.
+"""Local randomizers: Warner randomized response on bits, its asymmetric (sampled) variant and
+the 1-bit mechanism.
 
-Both are pure ε-LDP per bit. Each works on one node's data with that node's own generator;
+All are pure ε-LDP per bit. Each works on one node's data with that node's own generator;
 the ``*_batch`` helpers loop over nodes with one generator each, so a batch gives exactly the
 reports the nodes would have produced one by one. numpy only: this module is on the client's
 import path.
@@ -82,6 +83,73 @@ class RandomizedResponse:
         else:
             out = kept
         return out.astype(np.int32)
+
+
+def check_keep_probability(mu: float) -> float:
+    """μ as a float, or ValueError unless 0 < μ ≤ 1 (a node refuses any other value)."""
+    mu = float(mu)
+    if not (math.isfinite(mu) and 0.0 < mu <= 1.0):
+        raise ValueError(f"the keep probability mu must be in (0, 1], got {mu}")
+    return mu
+
+
+def keep_each(ids: np.ndarray, mu: float, rng: np.random.Generator) -> np.ndarray:
+    """Keep each entry of ``ids`` independently with probability ``mu`` (order kept).
+
+    μ = 1 returns ``ids`` unchanged and draws nothing.
+    """
+    mu = check_keep_probability(mu)
+    if mu == 1.0:
+        return ids
+    return ids[rng.random(ids.shape[0]) < mu]
+
+
+@dataclass(frozen=True)
+class AsymmetricRR:
+    """Asymmetric randomized response (the sampled RR of Imola et al., USENIX Security '22):
+    Warner RR with ε on every bit, then each reported 1 is kept with probability ``mu`` and
+    dropped (sent as 0) otherwise; reported 0s stay 0.
+
+    Pr[report 1 | bit 1] = (1−p)·μ and Pr[report 1 | bit 0] = p·μ with p = 1/(e^ε+1). The
+    sampling is post-processing of the RR output with randomness independent of the data, so
+    the mechanism is ε-LDP per bit, exactly as RR (the ratio of the two is still e^ε; that of
+    the zeros, (1 − p·μ)/(1 − (1−p)·μ), is smaller). What it buys is size: a row of length n
+    sends about μ·(deg + p·n) indices instead of deg + p·n.
+    """
+
+    epsilon: float
+    mu: float
+
+    def __post_init__(self) -> None:
+        _check_epsilon(self.epsilon)
+        check_keep_probability(self.mu)
+
+    @property
+    def p(self) -> float:
+        return flip_probability(self.epsilon)
+
+    @property
+    def p_one_given_one(self) -> float:
+        return (1.0 - self.p) * self.mu
+
+    @property
+    def p_one_given_zero(self) -> float:
+        return self.p * self.mu
+
+    def perturb_row(
+        self,
+        ones: np.ndarray,
+        length: int,
+        rng: np.random.Generator,
+        exclude: int | None = None,
+        keep_rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
+        """:meth:`RandomizedResponse.perturb_row` with ``rng``, then :func:`keep_each` with
+        ``keep_rng`` (default: ``rng``, after the RR draws). A node passes its own two streams
+        (ADJACENCY, SAMPLING), so its RR draws equal HoGS's for the same seed. Returns the
+        sorted int32 ids of the reported 1-bits."""
+        reported = RandomizedResponse(self.epsilon).perturb_row(ones, length, rng, exclude)
+        return keep_each(reported, self.mu, rng if keep_rng is None else keep_rng)
 
 
 @dataclass(frozen=True)

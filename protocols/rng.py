@@ -18,6 +18,9 @@ import numpy as np
 ADJACENCY = 1
 FEATURES = 2
 DEGREE = 3
+#: Asymmetric RR's keep-or-drop draw on each reported 1 (``hogs-arr``): its own stream, so
+#: the RR draws on ADJACENCY are HoGS's for the same seed whatever the sampling probability.
+SAMPLING = 4
 
 
 def _stage_key(stage: str) -> int:

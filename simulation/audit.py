@@ -336,6 +336,31 @@ def _rr(eps: float) -> Trial:
     )
 
 
+#: The keep probability the ``arr`` row is audited at: the claim (ε of RR, whatever μ) must
+#: hold at any μ; at 0.25 three reported 1s in four are dropped, and "bit 4 reported" still
+#: has the ratio e^ε, so the audit keeps its power.
+ARR_AUDIT_MU = 0.25
+
+
+def _arr(eps: float) -> Trial:
+    from ldpgraph.protocols.accounting import bit_part
+    from ldpgraph.protocols.mechanisms import AsymmetricRR
+
+    mech = AsymmetricRR(eps, ARR_AUDIT_MU)
+    trial = _rr(eps)
+
+    def draw(which: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return rr_row_draw(mech, which, n, rng)
+
+    return Trial(
+        draw,
+        trial.events,
+        bit_part("adjacency", "one adjacency bit (edge LDP)", eps)["epsilon"],
+        trial.inputs,
+        f"{trial.unit}, each reported 1 kept with μ = {ARR_AUDIT_MU:g}",
+    )
+
+
 def _onebit(eps: float) -> Trial:
     from ldpgraph.protocols.accounting import bit_part
     from ldpgraph.protocols.mechanisms import OneBit
@@ -465,6 +490,14 @@ def _discrete_laplace(eps: float) -> Trial:
 
 register(
     Auditable("rr", "randomized response on an adjacency row (perturb_row, as nodes run it)", _rr)
+)
+register(
+    Auditable(
+        "arr",
+        "asymmetric RR (hogs-arr): RR on an adjacency row, then each reported 1 kept with "
+        "probability μ (AsymmetricRR.perturb_row, as nodes run it)",
+        _arr,
+    )
 )
 register(Auditable("onebit", "the 1-bit feature mechanism at the domain ends", _onebit))
 register(Auditable("multibit", "LPGNN multi-bit: vectors differing in one coordinate", _multibit))

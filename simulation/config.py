@@ -102,6 +102,7 @@ from ldpgraph.protocols.central.privdpr import (
 )
 from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
 from ldpgraph.protocols.ldp.hogs import TAU
+from ldpgraph.protocols.ldp.hogs_arr import MU, REPORT_CAP
 from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
 from ldpgraph.protocols.ldp.ldpgen import GENERATOR, K0, K1, PHASE_SHARE
 from ldpgraph.protocols.ldp.rr import COMBINE_PARAM
@@ -186,6 +187,8 @@ class RunConfig:
     feature_share: float = _param(FEATURE_SHARE.default)
     tau: float = _param(TAU.default)
     steps: int = _param(STEPS.default)
+    mu: float = _param(MU.default)
+    report_cap: float = _param(REPORT_CAP.default)
     degree_share: float = _param(DEGREE_SHARE.default)
     share1: float = _param(SHARE1.default)
     share2: float = _param(SHARE2.default)

@@ -69,8 +69,10 @@ def reconstruct_topology(
     threshold: float,
     block_entries: int | None = None,
     block_rows: int | None = None,
+    mu: float = 1.0,
 ) -> TopologyResult:
-    """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop).
+    """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
+    the probability a node kept each reported 1 (asymmetric RR, :func:`likelihoods`).
 
     Pairs with a reported 1 are scored block by block of rows from :class:`ReportedPairs`
     (memory: R, its regrouped lower triangle and one block); pairs with none can only pass as
@@ -110,7 +112,7 @@ def reconstruct_topology(
         else:
             a = blk.start
             s = features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
-        prob = posterior(s, ones, nobs - ones, p)
+        prob = posterior(s, ones, nobs - ones, p, mu)
         keep = prob >= threshold
         parts_i.append(ri[keep])
         parts_j.append(rj[keep])
@@ -121,9 +123,9 @@ def reconstruct_topology(
     n_miss = n - n_obs
     thresholds = []
     if n_obs >= 2:
-        thresholds.append(similarity_threshold(threshold, 0, 2, p))
+        thresholds.append(similarity_threshold(threshold, 0, 2, p, mu))
     if n_obs >= 1 and n_miss >= 1:
-        thresholds.append(similarity_threshold(threshold, 0, 1, p))
+        thresholds.append(similarity_threshold(threshold, 0, 1, p, mu))
     t_join = min(thresholds) if thresholds else None
     candidates = []
     if t_join is not None and features.joins_blockwise(t_join):
@@ -153,7 +155,7 @@ def reconstruct_topology(
         fresh = ~pairs.has(ci, cj)
         ci, cj = ci[fresh], cj[fresh]
         zeros = observed[ci].astype(np.int64) + observed[cj]
-        prob = posterior(features.cosine(ci, cj), np.zeros_like(zeros), zeros, p)
+        prob = posterior(features.cosine(ci, cj), np.zeros_like(zeros), zeros, p, mu)
         keep = prob >= threshold
         parts_i.append(ci[keep])
         parts_j.append(cj[keep])
@@ -391,11 +393,12 @@ class HogsProtocol(LdpProtocol):
         steps = 0 if p.public_features else p.steps
         need = min(p.tau, FR_THRESHOLD) if steps > 0 else p.tau
         flip = flip_probability(p.eps_adjacency)
+        mu = self.keep_probability(n)
         gpu = accelerator(curator.device)
         if gpu is None:
-            topo = reconstruct_topology(reported, observed, rows, flip, need)
+            topo = reconstruct_topology(reported, observed, rows, flip, need, mu=mu)
         else:
-            topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need))
+            topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, mu=mu))
         in_graph = topo.prob >= p.tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
         if p.public_features:
@@ -406,7 +409,13 @@ class HogsProtocol(LdpProtocol):
             x = gpu.features(x0, topo.i, topo.j, topo.prob, steps, FR_THRESHOLD)
         stats = dict(topo.stats)
         stats["adjacency_reports"] = int(observed.sum())
+        stats["reported_ones"] = int(reported.nnz)
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)
+
+    def keep_probability(self, num_nodes: int) -> float:
+        """μ, the probability a node keeps each reported 1 after RR: 1 here (every bit is sent);
+        ``hogs-arr`` samples them. Public: from the parameters and n, never from reports."""
+        return 1.0
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         return hogs_privacy_report(self.name, self.params, num_features)

@@ -104,6 +104,7 @@ class TorchCurator:
         x0: np.ndarray,
         p: float,
         threshold: float,
+        mu: float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Every pair i < j with P_ij ≥ ``threshold``: ``(i, j, prob, stats)`` sorted by
         (i, j), as :func:`~ldpgraph.protocols.ldp.hogs.reconstruct_topology` returns them.
@@ -115,6 +116,7 @@ class TorchCurator:
             x0: the same feature rows as an n × d array (copied to the device).
             p: the flip probability of the adjacency bits.
             threshold: the posterior threshold.
+            mu: the probability a node kept each reported 1 (``hogs-arr``; 1 for HoGS).
         """
         n = reported.shape[0]
         dev = self.device
@@ -125,7 +127,7 @@ class TorchCurator:
         zeros = nobs - ones
 
         norm = self._norms(x0, features.binary)
-        t_join = _join_threshold(threshold, observed, p)
+        t_join = _join_threshold(threshold, observed, p, mu)
         on_device = t_join is not None and t_join <= 1.0
         if on_device and features.binary and not features.joins_blockwise(t_join):
             on_device = False  # identical rows or sparse rows: the CPU's sort/prefix join
@@ -141,7 +143,7 @@ class TorchCurator:
             if t_join is not None:
                 candidates.append(features.threshold_join(t_join))
         s = _cosine(dots, norm, pi, pj)
-        prob = _posterior(s, ones, zeros, p)
+        prob = _posterior(s, ones, zeros, p, mu)
         keep = prob >= threshold
         kept_keys = (pi[keep] * n + pj[keep]).cpu().numpy()
         kept_prob = prob[keep].cpu().numpy()
@@ -160,7 +162,7 @@ class TorchCurator:
             fresh = ~_is_pair(pair_keys, ci * n + cj)
             ci, cj = ci[fresh], cj[fresh]
             zero_bits = observed[ci].astype(np.int64) + observed[cj]
-            cp = posterior(features.cosine(ci, cj), np.zeros_like(zero_bits), zero_bits, p)
+            cp = posterior(features.cosine(ci, cj), np.zeros_like(zero_bits), zero_bits, p, mu)
             ok = cp >= threshold
             keys.append(ci[ok] * n + cj[ok])
             probs.append(cp[ok])
@@ -322,7 +324,9 @@ class TorchCurator:
         return x.to(torch.float32).cpu().numpy()
 
 
-def _join_threshold(threshold: float, observed: np.ndarray, p: float) -> float | None:
+def _join_threshold(
+    threshold: float, observed: np.ndarray, p: float, mu: float = 1.0
+) -> float | None:
     """The lowest similarity at which a pair with no reported 1 can reach ``threshold``: the
     (0,0) threshold when two nodes reported, the (0,1) one when a node is missing; None when
     no such pair has an observed bit (the numpy path's rule)."""
@@ -330,9 +334,9 @@ def _join_threshold(threshold: float, observed: np.ndarray, p: float) -> float |
     n_miss = observed.size - n_obs
     found = []
     if n_obs >= 2:
-        found.append(similarity_threshold(threshold, 0, 2, p))
+        found.append(similarity_threshold(threshold, 0, 2, p, mu))
     if n_obs >= 1 and n_miss >= 1:
-        found.append(similarity_threshold(threshold, 0, 1, p))
+        found.append(similarity_threshold(threshold, 0, 1, p, mu))
     return min(found) if found else None
 
 
@@ -375,10 +379,10 @@ def _cosine(dots: torch.Tensor, norm: torch.Tensor, i: torch.Tensor, j: torch.Te
     return torch.where(ok, dots / torch.where(ok, denom, 1.0), 0.0)
 
 
-def _posterior(s: torch.Tensor, ones: torch.Tensor, zeros: torch.Tensor, p: float):
+def _posterior(s: torch.Tensor, ones: torch.Tensor, zeros: torch.Tensor, p: float, mu: float = 1.0):
     """Eq. (9) on the device: the same table and the same float64 operations, in the same
     order, as :func:`~ldpgraph.protocols.ldp.posterior.posterior`."""
-    l_edge, l_none = likelihoods(p)
+    l_edge, l_none = likelihoods(p, mu)
     idx = ones * 3 + zeros
     le = torch.from_numpy(l_edge.ravel()).to(s.device)[idx]
     ln = torch.from_numpy(l_none.ravel()).to(s.device)[idx]

@@ -17,11 +17,12 @@ import numpy as np
 
 from ..batch import NodeBatch, ReportBatch
 from ..laplace import DiscreteLaplace
-from ..mechanisms import OneBit, RandomizedResponse
+from ..mechanisms import AsymmetricRR, OneBit, RandomizedResponse
 from ..rng import (
     ADJACENCY,
     DEGREE,
     FEATURES,
+    SAMPLING,
     batch_streams_exact,
     generator_from_words,
     node_rng,
@@ -37,6 +38,18 @@ def noisy_row(view: NodeView, epsilon: float, seed: int, round_: int) -> np.ndar
         view.num_nodes,
         node_rng(seed, view.node_id, round_, ADJACENCY),
         exclude=view.node_id,
+    )
+
+
+def sampled_row(view: NodeView, epsilon: float, mu: float, seed: int, round_: int) -> np.ndarray:
+    """:func:`noisy_row` (the same RR draws, on the ADJACENCY stream), then each reported 1
+    kept with probability ``mu`` on the node's SAMPLING stream (asymmetric RR)."""
+    return AsymmetricRR(epsilon, mu).perturb_row(
+        view.neighbors,
+        view.num_nodes,
+        node_rng(seed, view.node_id, round_, ADJACENCY),
+        exclude=view.node_id,
+        keep_rng=node_rng(seed, view.node_id, round_, SAMPLING),
     )
 
 

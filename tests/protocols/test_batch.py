@@ -113,6 +113,8 @@ PROTOCOLS = [
     ("features-only", {"epsilon": 2.0}),
     ("solitude", {"epsilon": 4.0}),
     ("ldpgen", {"epsilon": 4.0}),  # the default client_step_batch (a loop)
+    ("hogs-arr", {"epsilon": 4.0, "mu": 0.5}),  # a HoGS subclass that must not take HoGS's path
+    ("hogs-kprop", {"epsilon": 4.0}),
 ]
 
 

@@ -37,6 +37,8 @@ OLD_PROTOCOLS = {
     "hogs", "hogs-edge", "none", "features-only", "rr", "rr-edge", "blink-hard", "blink-soft",
     "blink-hybrid", "fp-blink", "blink-fr", "ldpgen", "fp-ldpgen", "hogs-kprop", "solitude",
 }  # fmt: skip
+#: LDP protocols registered since (protocols/ldp/).
+LATER_LDP_PROTOCOLS = {"hogs-arr"}
 #: The central-DP strategies registered since (protocols/central/).
 CENTRAL_PROTOCOLS = {
     "dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features", "privdpr", "dpr-nodp",
@@ -54,7 +56,7 @@ OLD_LABELS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(OLD_PROTOCOLS))
+@pytest.mark.parametrize("name", sorted(OLD_PROTOCOLS | LATER_LDP_PROTOCOLS))
 def test_every_protocol_builds_from_its_defaults_and_round_trips(name):
     proto = make_protocol(name)
     assert proto.name == name
@@ -68,7 +70,7 @@ def test_the_registry_finds_exactly_what_the_modules_register():
     """The names read from the sources are the ones their modules register, with the class
     at the path the registry would import."""
     paths = registry.builtin_paths()
-    assert set(paths) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS
+    assert set(paths) == OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
     for name, path in paths.items():
         info = protocol_info(name)
         assert f"{info.resolve().__module__}:{info.resolve().__qualname__}" == path
@@ -122,7 +124,7 @@ def test_derived_sets_equal_the_former_hand_lists():
     from ldpgraph.simulation.results.report import method_label
     from ldpgraph.simulation.sweep.run import SERVER_KEYS
 
-    assert set(protocol_names()) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS
+    assert set(protocol_names()) == OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
     assert registry.public_feature_protocols() == OLD_PUBLIC_FEATURES
     assert {name: method_label(name) for name in OLD_LABELS} == OLD_LABELS
     # Deliberate: every parameter the server alone applies is now a server key, so a sweep
@@ -203,7 +205,7 @@ def test_server_side_parameters_do_not_change_reports():
 
     graph = load_dataset(SMALL)
     checked = 0
-    for name in sorted(OLD_PROTOCOLS - {"none"}):
+    for name in sorted((OLD_PROTOCOLS | LATER_LDP_PROTOCOLS) - {"none"}):
         info = protocol_info(name)
         base = make_protocol(name, epsilon=3.0)
         reports = _round0(base, graph)
@@ -297,7 +299,8 @@ def test_ldpgraph_run_and_protocols_with_a_runtime_protocol(toys, capsys):
     assert result["privacy"]["unit"] == "edge" and result["privacy"]["epsilon"] == 4.0
     assert cli.main(["protocols", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
-    assert set(listed) == OLD_PROTOCOLS | CENTRAL_PROTOCOLS | {"toy-degree", "toy-majority"}
+    everything = OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
+    assert set(listed) == everything | {"toy-degree", "toy-majority"}
     assert listed["toy-majority"]["privacy_model"] == "central"
     assert listed["hogs"]["privacy_model"] == "ldp" and listed["none"]["privacy_model"] == "none"
     assert cli.main(["protocols"]) == 0
@@ -311,7 +314,7 @@ def test_run_help_lists_the_protocols_and_their_parameters(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     text = capsys.readouterr().out
-    for name in OLD_PROTOCOLS:
+    for name in OLD_PROTOCOLS | LATER_LDP_PROTOCOLS:
         assert f"{name}: {protocol_info(name).summary}" in text
     # feature-share's help: its declaration, its range and the protocols that use it
-    assert "(0, 1); used by fp-blink, blink-fr, features-only, hogs, hogs-kprop" in text
+    assert "(0, 1); used by fp-blink, blink-fr, features-only, hogs, hogs-arr, hogs-kprop" in text

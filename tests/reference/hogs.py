@@ -13,13 +13,15 @@ def dense_hogs(
     p: float,
     tau: float,
     steps: int,
+    mu: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (P matrix, edges i<j with P ≥ τ, reconstructed features).
 
     ``bits[i, j]`` is node i's reported bit about j; rows of nodes with ``observed[i] = False``
     are ignored (the node did not reply): each observed bit multiplies the likelihoods by
     (1−p or p) under an edge and (p or 1−p) under no edge, which for two observed bits is the
-    paper's Eqs. (7)–(8).
+    paper's Eqs. (7)–(8). ``mu`` < 1 (asymmetric RR: each reported 1 kept with probability μ):
+    a 1 has likelihood (1−p)μ under an edge and pμ under none, a 0 has 1 − (1−p)μ and 1 − pμ.
     """
     n = bits.shape[0]
     xf = np.asarray(x, dtype=np.float64)
@@ -29,11 +31,16 @@ def dense_hogs(
     s = np.zeros((n, n))
     np.divide(gram, denom, out=s, where=denom > 0)
     q = 1.0 - p
+    if mu == 1.0:
+        one_edge, zero_edge, one_none, zero_none = q, p, p, q
+    else:
+        one_edge, zero_edge = q * mu, 1.0 - q * mu
+        one_none, zero_none = p * mu, 1.0 - p * mu
     l_edge = np.ones((n, n))
     l_none = np.ones((n, n))
     for a, b in ((bits, observed[:, None]), (bits.T, observed[None, :])):
-        l_edge = np.where(b, l_edge * np.where(a == 1, q, p), l_edge)
-        l_none = np.where(b, l_none * np.where(a == 1, p, q), l_none)
+        l_edge = np.where(b, l_edge * np.where(a == 1, one_edge, zero_edge), l_edge)
+        l_none = np.where(b, l_none * np.where(a == 1, one_none, zero_none), l_none)
     prob = l_edge * s / (l_edge * s + l_none * (1 - s))
     np.fill_diagonal(prob, 0.0)
     iu, ju = np.nonzero(np.triu(prob >= tau, k=1))

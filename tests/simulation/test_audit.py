@@ -188,7 +188,7 @@ def test_multibit_twin_is_bit_identical():
 
 
 def test_every_registered_mechanism_passes():
-    names = ["rr", "onebit", "multibit", "multibit-vector", "discrete-laplace"]
+    names = ["rr", "arr", "onebit", "multibit", "multibit-vector", "discrete-laplace"]
     assert set(names) <= set(AUDITS)
     rows = run_audit(names, epsilons=(1.0, 4.0), draws=DRAWS, seed=0)
     assert len(rows) == 2 * len(names)
@@ -196,7 +196,7 @@ def test_every_registered_mechanism_passes():
         assert r.passed, r
         assert r.epsilon_lower_bound <= r.claimed_epsilon
     # The tight mechanisms come close to their claim (the audit has power).
-    tight = [r for r in rows if r.mechanism in ("rr", "onebit", "discrete-laplace")]
+    tight = [r for r in rows if r.mechanism in ("rr", "arr", "onebit", "discrete-laplace")]
     assert all(r.epsilon_lower_bound > 0.8 * r.epsilon for r in tight)
     # The integer degree never trips the float-grid event.
     for r in rows:
@@ -276,6 +276,26 @@ def test_a_leaky_row_sampler_fails_the_rr_audit(monkeypatch):
     for r in rows:
         assert not r.passed, r
         assert "bit 4" in r.event and r.epsilon_lower_bound > r.claimed_epsilon + 1.0, r
+
+
+def test_a_data_dependent_sampling_fails_the_arr_audit(monkeypatch):
+    """The arr row audits AsymmetricRR.perturb_row itself: sampling that spares the true 1s
+    (not post-processing: it looks at the data) fails at the default ε."""
+    from ldpgraph.protocols.mechanisms import AsymmetricRR
+
+    def leaky(self, ones, length, rng, exclude=None, keep_rng=None):
+        out = RandomizedResponse(self.epsilon).perturb_row(ones, length, rng, exclude)
+        true = np.isin(out, np.asarray(ones, dtype=np.int64))
+        return out[true | (rng.random(out.shape[0]) < self.mu)]
+
+    assert run_audit(["arr"], epsilons=(4.0,), draws=100_000, seed=0)[0].passed
+    monkeypatch.setattr(AsymmetricRR, "perturb_row", leaky)
+    rows = run_audit(["arr"], epsilons=audit.DEFAULT_EPSILONS, draws=100_000, seed=0)
+    for r in rows:
+        assert not r.passed, r
+        # The leak is ln(1/μ) = 1.39; at ε = 8 the draws bound how much of it shows.
+        assert r.epsilon_lower_bound > r.claimed_epsilon + (0.5 if r.epsilon < 8 else 0.1), r
+        assert "bit 4" in r.event or "row = 00001000" in r.event, r  # the true 1 that was spared
 
 
 def test_same_seed_same_rows():

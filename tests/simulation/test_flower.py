@@ -212,12 +212,20 @@ def test_error_in_the_server_stops_every_process(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "protocol", ["blink-hard", "ldpgen", "fp-ldpgen", "solitude", "hogs-kprop"]
+    "protocol,extra",
+    [
+        ("blink-hard", {}),
+        ("ldpgen", {}),
+        ("fp-ldpgen", {}),
+        ("solitude", {}),
+        ("hogs-kprop", {}),
+        ("hogs-arr", {"mu": 0.5}),  # the sampling draws on the node's own SAMPLING stream
+    ],
 )
-def test_baselines_through_flower_equal_local(protocol):
+def test_baselines_through_flower_equal_local(protocol, extra):
     graph = load_dataset("synthetic:n=40,classes=2,d=12,avg_degree=4,seed=6")
     cfg = RunConfig(
-        protocol=protocol, epsilon=6.0, seed=5, nodes_per_client=4, ray_actors=2
+        protocol=protocol, epsilon=6.0, seed=5, nodes_per_client=4, ray_actors=2, **extra
     ).validate()
     local = release_with("local", graph, cfg)
     fl = release_with("flower", graph, cfg)
