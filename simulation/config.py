@@ -79,6 +79,7 @@ from ldpgraph.protocols.central.ppgsl import (
     PPGSL_K,
     PPGSL_LR,
     PPGSL_MU,
+    PPGSL_PRIV_REDUCTION,
     SENSITIVE_SHARE,
 )
 from ldpgraph.protocols.central.privdpr import (
@@ -274,6 +275,7 @@ class RunConfig:
     ppgsl_epochs: int = _param(PPGSL_EPOCHS.default)
     ppgsl_lr: float = _param(PPGSL_LR.default)
     ppgsl_attack_lr: float = _param(PPGSL_ATTACK_LR.default)
+    ppgsl_priv_reduction: str = _param(PPGSL_PRIV_REDUCTION.default)
     sensitive_share: float = _param(SENSITIVE_SHARE.default)
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
