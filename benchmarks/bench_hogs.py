@@ -13,45 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
-import threading
-import time
 from contextlib import contextmanager
 
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+from rss import peak_rss
 
 
 @contextmanager
 def stage(record: dict, name: str):
-    start_rss = rss_bytes()
-    peak = [start_rss]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss_bytes())
-            stop.wait(0.005)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    t0 = time.perf_counter()
-    try:
+    with peak_rss() as measured:
         yield
-    finally:
-        elapsed = time.perf_counter() - t0
-        stop.set()
-        th.join()
-        peak[0] = max(peak[0], rss_bytes())
-        record[name] = {
-            "seconds": round(elapsed, 3),
-            "peak_mib": round((peak[0] - start_rss) / 2**20, 1),
-        }
+    record[name] = {"seconds": round(measured.seconds, 3), "peak_mib": measured.added_mib}
 
 
 def one(n: int, args: argparse.Namespace) -> dict:

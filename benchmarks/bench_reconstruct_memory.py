@@ -22,15 +22,11 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 from pathlib import Path
 
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+from rss import peak_rss
 
 
 def cache_path(args: argparse.Namespace) -> Path:
@@ -100,46 +96,33 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
         "adjacency_report_mib": round(report_bytes / 2**20, 1),
         "feature_report_mib": round(x0.nbytes / 2**20, 1),
     }
-    peak = [rss_bytes()]
-    start_rss = peak[0]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss_bytes())
-            stop.wait(0.005)
-
-    th = threading.Thread(target=sample, daemon=True)
     tracemalloc.start()
-    th.start()
-    t0 = time.perf_counter()
-    if protocol == "hogs":
-        rows = FeatureRows(x0)
-        topo = reconstruct_topology(
-            reported, observed, rows, flip_probability(hp.eps_adjacency), min(hp.tau, 0.5)
-        )
-        t1 = time.perf_counter()
-        x = reconstruct_features(x0, topo.i, topo.j, topo.prob, hp.steps)
-        out["edges"] = int((topo.prob >= hp.tau).sum())
-        out["topology_s"] = round(t1 - t0, 2)
-        del x
-    else:
-        bp = BlinkParams(
-            hp.eps_adjacency / (1.0 - args.degree_share),
-            degree_share=args.degree_share,
-            variant=protocol.removeprefix("blink-"),
-        )
-        assert abs(bp.eps_adjacency - hp.eps_adjacency) < 1e-9
-        graph = blink_graph(noisy, np.ones(n, bool), reported, observed, bp)
-        out["edges"] = int(graph["edges"].shape[0])
-    out["seconds"] = round(time.perf_counter() - t0, 2)
-    _, traced = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    stop.set()
-    th.join()
-    peak[0] = max(peak[0], rss_bytes())
+    with peak_rss() as measured:
+        t0 = time.perf_counter()
+        if protocol == "hogs":
+            rows = FeatureRows(x0)
+            topo = reconstruct_topology(
+                reported, observed, rows, flip_probability(hp.eps_adjacency), min(hp.tau, 0.5)
+            )
+            t1 = time.perf_counter()
+            x = reconstruct_features(x0, topo.i, topo.j, topo.prob, hp.steps)
+            out["edges"] = int((topo.prob >= hp.tau).sum())
+            out["topology_s"] = round(t1 - t0, 2)
+            del x
+        else:
+            bp = BlinkParams(
+                hp.eps_adjacency / (1.0 - args.degree_share),
+                degree_share=args.degree_share,
+                variant=protocol.removeprefix("blink-"),
+            )
+            assert abs(bp.eps_adjacency - hp.eps_adjacency) < 1e-9
+            graph = blink_graph(noisy, np.ones(n, bool), reported, observed, bp)
+            out["edges"] = int(graph["edges"].shape[0])
+        out["seconds"] = round(time.perf_counter() - t0, 2)
+        _, traced = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
     out["traced_peak_mib"] = round(traced / 2**20, 1)
-    out["rss_peak_mib"] = round((peak[0] - start_rss) / 2**20, 1)
+    out["rss_peak_mib"] = measured.added_mib
     return out
 
 

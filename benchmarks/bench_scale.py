@@ -27,16 +27,12 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
 from contextlib import contextmanager
 
+from rss import peak_rss
+
 STAGES = ("collect", "reconstruct", "train")
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
@@ -48,24 +44,10 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
 @contextmanager
 def sampled(record: dict, name: str):
     """Seconds and the peak RSS (sampled every 5 ms) of a block."""
-    peak = [rss_bytes()]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss_bytes())
-            stop.wait(0.005)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    t0 = time.perf_counter()
-    try:
+    with peak_rss() as measured:
         yield
-    finally:
-        record[f"{name}_s"] = round(time.perf_counter() - t0, 3)
-        stop.set()
-        th.join()
-        record[f"{name}_peak_mib"] = round(max(peak[0], rss_bytes()) / 2**20, 1)
+    record[f"{name}_s"] = round(measured.seconds, 3)
+    record[f"{name}_peak_mib"] = measured.peak_mib
 
 
 def spec(n: int, args: argparse.Namespace) -> str:
