@@ -24,7 +24,7 @@ offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, �
   Σ_i g_i is exactly ∇_θ L and the cross-row coupling of sigmoid(F_iᵀF_j) is kept; a vmap of
   a per-row loss would miss it, spec §9.2). Each g_i is clipped to ‖·‖ ≤ C over all of f's
   parameters, one Gaussian draw of std σ·C is added to the sum (:mod:`.dpsgd`'s
-  ``clip_per_example`` and ``add_noise``), and the total is divided by the expected batch
+  ``clip_per_example`` and ``add_noise_flat``), and the total is divided by the expected batch
   q·N; an empty sample still releases its noise. C decays by γ after every epoch of ⌈1/q⌉
   steps [P line 21].
 * **Generation** [P §2.10]: Z ~ N(0, I) for the N_k nodes, P = sigmoid(f(Z)f(Z)ᵀ), then the
@@ -382,18 +382,19 @@ class DpgGan(CentralStrategy):
         which = np.searchsorted(ptr, graph.edges, side="right") - 1
         keep &= which[:, 0] == which[:, 1]
         parts = split_by_offsets(graph.edges[keep], ptr)
+        from .dpggan_lanes import fit_and_generate_many
         from .privdpr import _one_cpu_thread
 
         generated, stats = [], []
         with _one_cpu_thread(curator.device if curator.device != "auto" else "cpu"):
-            for k, (edges, n) in enumerate(parts):
-                gen, info = fit_and_generate(edges, n, plan, self.p, self.gan, seed, k)
-                generated.append(
-                    Release(
-                        edges=gen, x=np.zeros((n, 0), np.float32), privacy=self.privacy_report()
-                    )
-                )
-                stats.append(info)
+            # every graph's own model, trained in lanes (the same draws and updates as
+            # fit_and_generate graph by graph, which a test holds them to)
+            results = fit_and_generate_many(parts, plan, self.p, self.gan, seed)
+        for (gen, info), (_, n) in zip(results, parts, strict=True):
+            generated.append(
+                Release(edges=gen, x=np.zeros((n, 0), np.float32), privacy=self.privacy_report())
+            )
+            stats.append(info)
         summary = {
             "graphs": len(parts),
             "steps_T": plan.steps,
@@ -483,11 +484,11 @@ def dp_generator_gradient(
 ) -> dict[str, Any]:
     """Eq. 5 with Algorithm 1's batch normaliser: (Σ_i clip_C(g_i) + N(0, std²·I)) / divisor,
     the clipping and noise of :mod:`.dpsgd` (whole-vector ℓ2 clip over all of f's
-    parameters; one Gaussian draw per coordinate)."""
-    from .dpsgd import add_noise, clip_per_example
+    parameters; one Gaussian draw per coordinate, all of f's coordinates in one call)."""
+    from .dpsgd import add_noise_flat, clip_per_example
 
     clipped, _ = clip_per_example(per_node, clip)
-    summed = add_noise({k: g.sum(0) for k, g in clipped.items()}, std, gen)
+    summed = add_noise_flat({k: g.sum(0) for k, g in clipped.items()}, std, gen)
     return {k: v / divisor for k, v in summed.items()}
 
 
@@ -512,10 +513,19 @@ def per_node_generator_grads(
 
 
 def fit_and_generate(
-    edges: np.ndarray, n: int, plan: Plan, p: dict[str, Any], gan: bool, seed: int, k: int
+    edges: np.ndarray,
+    n: int,
+    plan: Plan,
+    p: dict[str, Any],
+    gan: bool,
+    seed: int,
+    k: int,
+    trained: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Train one model on graph ``k`` (``edges`` local, u < v; ``n`` nodes) and generate one
-    graph from the prior; returns its edges and training figures."""
+    graph from the prior; returns its edges and training figures. The graph-by-graph
+    reference of :func:`.dpggan_lanes.fit_and_generate_many` (which releases use); ``trained``,
+    when given, receives the final parameters (``enc``, ``theta``, ``disc_g``, ``disc_f``)."""
     import torch
 
     stream = f"dpggan/graph{k}"
@@ -560,6 +570,8 @@ def fit_and_generate(
                         p["dpg_pos_weight"] == "batch_balanced")  # fmt: skip
         if (step + 1) % per_epoch == 0:
             clip *= p["dpg_clip_decay"]
+    if trained is not None:
+        trained.update(enc=enc, theta=theta, disc_g=disc_g, disc_f=disc_f)
     with torch.no_grad():
         if p["dpg_generation"] == "encoder":  # the official code's evaluation: not private
             norm = _normalised(adj)

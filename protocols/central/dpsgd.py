@@ -92,6 +92,25 @@ def add_noise(summed: Params, std: float, generator: torch.Generator | None) -> 
     return out
 
 
+def add_noise_flat(summed: Params, std: float, generator: torch.Generator | None) -> Params:
+    """``summed`` + N(0, std²·I): the same Gaussian as :func:`add_noise`, drawn as one vector
+    over all parameters (concatenated in dict order, float64 draws cast to each tensor's
+    dtype), so a caller that trains many models at once can draw each model's noise in one
+    call into a row of a buffer and get exactly these numbers."""
+    if std <= 0:
+        return dict(summed)
+    first = next(iter(summed.values()))
+    total = sum(v.numel() for v in summed.values())
+    noise = torch.randn(total, generator=generator, dtype=torch.float64, device=first.device)
+    out: Params = {}
+    start = 0
+    for k, v in summed.items():
+        part = noise[start : start + v.numel()].reshape(v.shape).to(v.dtype)
+        out[k] = v + std * part
+        start += v.numel()
+    return out
+
+
 def poisson_sample(n: int, q: float, generator: torch.Generator, device: str) -> torch.Tensor:
     """The indices of a Poisson sample: each of ``n`` rows independently with probability q
     (what the subsampled-Gaussian accountant assumes)."""

@@ -75,6 +75,27 @@ def test_noisy_sum_has_the_stated_variance():
     )
 
 
+def test_flat_noise_has_the_stated_variance_and_is_one_draw_split_in_order():
+    """add_noise_flat: the noise of every coordinate N(0, std²) (99.9 % bands over 150k
+    coordinates, float32 tensors too), and exactly one randn(total) of the generator split over
+    the tensors in dict order (what the lanes of DPGGAN draw into their buffers)."""
+    std = 0.7
+    summed = {"a": torch.zeros(300, 250, dtype=torch.float64), "b": torch.zeros(75_000)}
+    out = dpsgd.add_noise_flat(summed, std, torch.Generator().manual_seed(5))
+    assert out["b"].dtype == torch.float32 and out["a"].shape == (300, 250)
+    noise = torch.cat([v.double().flatten() for v in out.values()]).numpy()
+    k = noise.size
+    assert abs(noise.mean()) < 3.3 * std / math.sqrt(k)
+    lo, hi = stats.chi2.ppf([0.0005, 0.9995], k - 1) / (k - 1)
+    assert lo * std**2 <= noise.var(ddof=1) <= hi * std**2
+    base = {"w": torch.ones(3, 2, dtype=torch.float64), "b": torch.ones(4, dtype=torch.float64)}
+    got = dpsgd.add_noise_flat(base, 2.0, torch.Generator().manual_seed(9))
+    draw = torch.randn(10, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    torch.testing.assert_close(got["w"], 1 + 2.0 * draw[:6].reshape(3, 2), rtol=0, atol=0)
+    torch.testing.assert_close(got["b"], 1 + 2.0 * draw[6:], rtol=0, atol=0)
+    assert dpsgd.add_noise_flat(base, 0.0, None)["w"] is base["w"]
+
+
 def test_poisson_sample_rate():
     g = torch.Generator().manual_seed(0)
     counts = [dpsgd.poisson_sample(1000, 0.2, g, "cpu").numel() for _ in range(200)]
