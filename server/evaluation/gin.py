@@ -387,7 +387,8 @@ class GinAccuracy(Metric):
             "generated": gin_cross_validation(generated, labels, folds, **run),
             "original": gin_cross_validation(originals, labels, folds, **run),
             "note": "best: the epoch of highest fold-mean test accuracy, chosen on the test "
-            "folds (optimistic; the GIN and DPGGAN code's convention)",
+            "folds (optimistic: the GIN paper's convention, to compare with the DPGGAN code's "
+            "best-epoch numbers)",
         }
         section["seconds"] = round(time.perf_counter() - t0, 4)
         return {"gin": section}
