@@ -130,12 +130,12 @@ class _Encoded:
     """A list of graphs as GIN input: per graph its nodes' degree column (capped) and its
     edges in both directions (local ids)."""
 
-    def __init__(self, graphs: Sequence[tuple[np.ndarray, int]], cap: int = DEGREE_CAP) -> None:
+    def __init__(self, graphs: Sequence[tuple[np.ndarray, int]]) -> None:
         self.degree: list[np.ndarray] = []
         self.edges: list[np.ndarray] = []
         for e, n in graphs:
             e = canonical_edges(e, n)
-            self.degree.append(np.minimum(np.bincount(e.ravel(), minlength=n), cap))
+            self.degree.append(np.minimum(np.bincount(e.ravel(), minlength=n), DEGREE_CAP))
             self.edges.append(np.concatenate([e, e[:, ::-1]]).T)
         self.sizes = np.array([len(d) for d in self.degree], dtype=np.int64)
 
