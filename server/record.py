@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ldpgraph.protocols.types import Release
 
 from .evaluation.collection import summary_lines as collection_summary_lines
+from .evaluation.gin import summary_lines as gin_summary_lines
 
 #: The ServerApp logs the record as one line starting with this marker; ``ldpgraph run
 #: --backend deploy`` finds it in the stream of ``flwr run``.
@@ -327,4 +328,5 @@ SECTION_LINES = {
     "attack": _attack_lines,
     "graph_stats": _graph_stats_lines,
     "collection_stats": collection_summary_lines,
+    "gin": gin_summary_lines,
 }

@@ -113,6 +113,9 @@ from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, pro
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
 from ldpgraph.server.evaluation.collection import DEFAULT_MOTIF_LIMIT as COLLECTION_MOTIF_LIMIT
+from ldpgraph.server.evaluation.gin import DEFAULT_EPOCHS as GIN_EPOCHS
+from ldpgraph.server.evaluation.gin import DEFAULT_HIDDEN as GIN_HIDDEN
+from ldpgraph.server.evaluation.gin import DEFAULT_LAYERS as GIN_LAYERS
 from ldpgraph.server.evaluation.graph import DEFAULT_EXACT_LIMIT as GRAPH_EXACT_LIMIT
 from ldpgraph.server.evaluation.graph import DEFAULT_SAMPLE_SOURCES as GRAPH_SAMPLE_SOURCES
 
@@ -409,6 +412,16 @@ class RunConfig:
         "collection metric: a graph pair whose motif enumeration would visit more connected "
         "3-5-node subgraphs than this is left out of the motif similarity (counted)",
     )
+    gin_epochs: int = key(
+        GIN_EPOCHS,
+        "metrics",
+        "gin metric: training epochs per fold, each 50 random batches of 32 graphs (at most 5 "
+        "passes over the training graphs); the official GIN code's 350 take hours on a CPU",
+    )
+    gin_hidden: int = key(GIN_HIDDEN, "metrics", "gin metric: hidden units of every GIN layer")
+    gin_layers: int = key(
+        GIN_LAYERS, "metrics", "gin metric: GIN layers counting the input layer (>= 2)"
+    )
 
     def validate(self) -> RunConfig:
         try:
@@ -509,6 +522,11 @@ class RunConfig:
             if int(getattr(self, name)) < 0:
                 raise ConfigError(
                     f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}"
+                )
+        for name, least in (("gin_epochs", 1), ("gin_hidden", 1), ("gin_layers", 2)):
+            if int(getattr(self, name)) < least:
+                raise ConfigError(
+                    f"{name.replace('_', '-')} must be >= {least}, got {getattr(self, name)}"
                 )
         if self.metrics.strip() != NO_METRICS:
             try:

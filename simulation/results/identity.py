@@ -47,6 +47,9 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "sgd_sensitivity": "faithful",
     "column_rows_cap": 4,
     "collection_motif_limit": 300_000,
+    "gin_epochs": 10,
+    "gin_hidden": 64,
+    "gin_layers": 5,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing
