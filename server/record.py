@@ -169,8 +169,10 @@ def summary(record: dict[str, Any]) -> str:
         )
     for name, why in (record.get("skipped_metrics") or {}).items():
         lines.append(f"  {name:<13} skipped: {why}")
+    for name, other in (record.get("metric_stand_ins") or {}).items():
+        lines.append(f"  {name:<13} on a {kind} release: scored by {other} (below)")
     for name, section in metric_sections(record).items():
-        if name not in ("accuracy", "training", "skipped_metrics"):
+        if name not in ("accuracy", "training", "skipped_metrics", "metric_stand_ins"):
             lines += SECTION_LINES.get(name, _section_lines)(name, section)
     if pr.get("headline"):
         lines += textwrap.wrap(

@@ -392,7 +392,8 @@ class RunConfig:
         "accuracy",
         "metrics",
         "what to measure on the release, comma-separated, or all; none: measure nothing (the "
-        "release and its privacy report only)",
+        "release and its privacy report only); on a generated collection (dpggan, dpgvae) "
+        "graph means collection (Tables 1-2 against the originals)",
     )
     graph_exact_limit: int = key(
         GRAPH_EXACT_LIMIT,

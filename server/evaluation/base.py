@@ -69,6 +69,9 @@ class Metric(ABC):
     #: :meth:`prepare`, the others get what it kept (``lp`` and ``attack`` score the same hidden
     #: edges, hidden once).
     shared_prepare: str = ""
+    #: Release kinds this metric leaves to another metric that scores the same thing there
+    #: (``graph`` on a ``graphs`` release: the collection's statistics, ``collection``).
+    stand_ins: dict[str, str] = {}
 
     def prepare(self, graph: Graph, seed: int) -> tuple[Graph, Any]:
         """Act on the graph before any node reports (default: nothing). Return the graph the
@@ -165,10 +168,21 @@ def evaluate(
     names: Sequence[str], ctx: EvaluationContext, held_out: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The record sections of every chosen metric that fits the release's kind; a metric that
-    does not fit says so under ``skipped`` instead of failing the run."""
+    does not fit says so under ``skipped`` instead of failing the run, and one with a stand-in
+    for the release's kind (:attr:`Metric.stand_ins`) is scored by it, noted under
+    ``metric_stand_ins``."""
     out: dict[str, Any] = {}
     skipped: dict[str, str] = {}
+    stood_in: dict[str, str] = {}
+    chosen: list[str] = []
     for name in resolve_metrics(names):
+        stand_in = get_metric(name).stand_ins.get(ctx.release.kind)
+        if stand_in:
+            stood_in[name] = stand_in
+            name = stand_in
+        if name not in chosen:
+            chosen.append(name)
+    for name in chosen:
         metric = get_metric(name)
         if ctx.release.kind not in metric.kinds:
             skipped[name] = f"does not score a {ctx.release.kind} release"
@@ -181,4 +195,6 @@ def evaluate(
         out.update(sections)
     if skipped:
         out["skipped_metrics"] = skipped
+    if stood_in:
+        out["metric_stand_ins"] = stood_in
     return out

@@ -122,7 +122,7 @@ def aggregate(rows: Iterable[dict[str, Any]], by: Sequence[str] = ()) -> dict[tu
 SECTION_SUMMARY: dict[str, tuple[tuple[str, str], ...]] = {
     "graph_stats": (("*.re", "{} MRE"), ("degree_ks", "degree KS")),
 }
-NOT_REPORTED = ("accuracy", "training", "skipped_metrics")
+NOT_REPORTED = ("accuracy", "training", "skipped_metrics", "metric_stand_ins")
 
 
 def _summarised(section: str, column: str) -> str | None:

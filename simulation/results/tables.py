@@ -50,7 +50,7 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 
 #: Metric sections that are no measurement of the release (left out of the metric columns).
-NOT_MEASURED = ("training", "skipped_metrics")
+NOT_MEASURED = ("training", "skipped_metrics", "metric_stand_ins")
 
 
 def flatten_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -146,8 +146,14 @@ def test_metric_scores_a_graphs_release():
     graphs = [Release(edges=e, x=np.zeros((n, 0), np.float32), privacy=report) for e, n in parts]
     release = Release.of_graphs(graphs, report)
     ctx = EvaluationContext(graph=original, split=None, release=release, train_config=None, seed=0)
-    out = evaluate(["collection", "graph"], ctx)
-    assert out["skipped_metrics"] == {"graph": "does not score a graphs release"}
+    out = evaluate(["collection", "graph", "lp"], ctx)
+    # graph on a graphs release is the collection's statistics, computed once
+    assert out["metric_stand_ins"] == {"graph": "collection"}
+    assert out["skipped_metrics"] == {"lp": "does not score a graphs release"}
+    assert "graph_stats" not in out
+    alone = evaluate(["graph"], ctx)
+    assert alone["collection_stats"]["table1"] == out["collection_stats"]["table1"]
+    assert alone["metric_stand_ins"] == {"graph": "collection"}
     section = out["collection_stats"]
     assert section["graphs"] == 2
     assert section["table1"]["tc"]["abs_diff"] == 0.0
