@@ -251,6 +251,10 @@ def _fmt(values: Sequence[float] | None, runs: int) -> str:
     return text + ("" if len(values) == runs else f" (n={len(values)})")
 
 
+def _attack_label(name: str) -> str:
+    return ATTACKS.get(name) or name.replace("_", " ").capitalize()
+
+
 def _param_text(family: str, param: float | None) -> str:
     return "—" if param is None else f"{family_parameter(family)} = {param:g}"
 
@@ -269,7 +273,7 @@ def frontier_markdown(cells: dict[tuple, dict[str, Any]], dataset: str) -> str:
     for key in keys:
         cell = cells[key]
         values, runs = cell["values"], cell["runs"]
-        best = ", ".join(name for name, _ in cell["best"].most_common())
+        best = ", ".join(_attack_label(name) for name, _ in cell["best"].most_common())
         strongest = _fmt(values.get("max_graph"), runs)
         if best and strongest != "—":
             strongest += f" ({best})"

@@ -98,13 +98,13 @@ def test_cells_read_protected_links_for_ppgsl_and_hidden_links_for_the_rest():
     assert row["LP AUC"] == "0.830 ± 0.014" and row["NC acc"] == "0.790 ± 0.014"
     assert row["GAE-cos"] == "0.710 ± 0.014"  # the protected links', not the hidden 0.95
     assert row["SEAL"] == "0.630 ± 0.042"
-    assert row["max_graph (attack)"] == "0.710 ± 0.014 (embedding_cosine)"
+    assert row["max_graph (attack)"] == "0.710 ± 0.014 (GAE-cos)"
     assert row["max_graph, hidden links"] == "0.950 ± 0.000"
     line = next(ln for ln in md.splitlines() if "| EdgeRand |" in ln)
     row = dict(zip(head, [c.strip() for c in line.split("|")[1:-1]], strict=True))
     assert row["parameter"] == "ε = 2" and row["attack targets"] == "hidden"
     assert row["feature cos"] == "0.820"
-    assert row["max_graph (attack)"] == "0.610 (cn)"  # not feature cosine's 0.82
+    assert row["max_graph (attack)"] == "0.610 (CN)"  # not feature cosine's 0.82
     assert row["max_graph, hidden links"] == "0.610"
 
 
