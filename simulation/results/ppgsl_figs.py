@@ -359,7 +359,7 @@ def plot_frontier(cells: dict[tuple, dict[str, Any]], dataset: str, view: str, o
             )
         ax.axhline(0.5, color="0.5", linestyle=":", linewidth=1, label="chance (0.5)")
         ax.set_xlabel(xlabel)
-        ax.margins(0.08)  # room for the star and the annotations at the edges
+        ax.margins(x=0.12, y=0.08)  # room for the star and the annotations at the edges
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(
         f"attack AUC: {VIEWS.get(view, ATTACKS.get(view, view))}\n"
