@@ -329,7 +329,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "of a results store: Table III and a reproduction table beside the paper's numbers, "
         "accuracy-vs-ε figures with the non-private bound and the MLP floor, δ and τ sweeps; "
         "and metrics.md: per cell, mean ± std of every other metric's values (graph "
-        "statistics as MRE per statistic and the degree KS).",
+        "statistics as MRE per statistic and the degree KS). Where the store holds their "
+        "runs, also the DPAR, PrivDPR, PPGSL (privacy-utility frontier) and DPGGAN/DPGVAE "
+        "(Tables 1-2) reports beside those papers' numbers.",
     )
     p.add_argument("--store", default=None, help="results store (default: $LDPGRAPH_STORE)")
     p.add_argument(

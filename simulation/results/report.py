@@ -510,6 +510,16 @@ def write_report(
     privdpr_written, privdpr_index = write_privdpr_report(all_rows, out_dir)
     written += privdpr_written
     index += privdpr_index
+    from .ppgsl_figs import write_ppgsl_report
+
+    ppgsl_written, ppgsl_index = write_ppgsl_report(all_rows, out_dir)
+    written += ppgsl_written
+    index += ppgsl_index
+    from .dpggan_table import write_dpggan_report
+
+    dpggan_written, dpggan_index = write_dpggan_report(all_rows, out_dir)
+    written += dpggan_written
+    index += dpggan_index
     from .compare_table import write_comparison_report
 
     compare_written, compare_index = write_comparison_report(all_rows, out_dir)
