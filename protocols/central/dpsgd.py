@@ -69,9 +69,7 @@ def clip_per_example(grads: Params, clip: float) -> tuple[Params, torch.Tensor]:
     factor = 1.0 / torch.clamp(norms / clip, min=1.0) if math.isfinite(clip) else None
     if factor is None:
         return dict(grads), norms
-    return {
-        k: g * factor.reshape(-1, *([1] * (g.dim() - 1))) for k, g in grads.items()
-    }, norms
+    return {k: g * factor.reshape(-1, *([1] * (g.dim() - 1))) for k, g in grads.items()}, norms
 
 
 def noisy_sum(clipped: Params, std: float, generator: torch.Generator | None) -> Params:

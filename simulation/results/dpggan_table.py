@@ -74,16 +74,17 @@ def _num(value: Any) -> float | None:
 
 
 def gin_accuracy(row: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(GIN accuracy on the generated graphs, on the originals) from the run's ``gin`` section:
-    ``gin.generated.accuracy`` (or a bare ``gin.accuracy``) and ``gin.original.accuracy``. The
-    ``gin`` metric is being added; its keys are a guess, adjusted here only."""
+    """(GIN accuracy on the generated graphs, on the originals) from the run's ``gin`` section
+    (server/evaluation/gin.py): the final-epoch fold means ``gin.generated.final`` and
+    ``gin.original.final`` (spec §8 #22; the optimistic best epoch is not the table's)."""
     gin = (row.get("metrics") or {}).get("gin")
     if not isinstance(gin, dict):
         return None, None
-    generated = gin.get("generated")
-    value = generated.get("accuracy") if isinstance(generated, dict) else gin.get("accuracy")
-    original = gin.get("original")
-    return _num(value), _num(original.get("accuracy") if isinstance(original, dict) else None)
+    generated, original = gin.get("generated"), gin.get("original")
+    return (
+        _num(generated.get("final") if isinstance(generated, dict) else None),
+        _num(original.get("final") if isinstance(original, dict) else None),
+    )
 
 
 def row_values(row: dict[str, Any]) -> dict[str, float]:
