@@ -15,7 +15,11 @@ its randomness comes from. Nothing in a round message can set or raise any of th
   pool, so the server can neither replay nor correlate a node's noise. A seeded node never
   answers the same round twice: a second request would reuse the same uniforms.
 
-Pure Python and numpy-free: the ClientApp and the ``local`` backend both use it.
+The ClientApp admits its few hosted nodes one by one (:func:`admit_nodes`, a :class:`Book` of
+the JSON ledger). The ``local`` backend admits every node of a graph that share one
+:class:`NodeSettings` at once (:func:`admit_many`): the same decisions, but an in-memory
+ledger keeps the spends as one float64 array (an :class:`ArrayBook`), so 10^6 nodes cost a
+few MB instead of a dict of 10^6 strings.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 log = logging.getLogger("ldpgraph.client")
 
 #: Slack for floating-point sums of ε (e.g. 0.1 + 0.2 spent against a budget of 0.3).
@@ -41,6 +47,8 @@ LEDGER_FORMAT = "ldpgraph-ledger"
 LEDGER_VERSION = 1
 #: What a refusal tells the server: nothing about the node's budget, spending or consent.
 REFUSED = "refused"
+#: Nodes decided per block when many are admitted at once (bounds the temporaries).
+_BLOCK = 1 << 16
 #: The smallest charge a node accepts. A round costing less is refused: its spend could vanish
 #: in a floating-point sum, and mechanisms degenerate at vanishing ε.
 MIN_CHARGE = 1e-6
@@ -144,9 +152,59 @@ class NodeSettings:
         return out
 
 
+# Why a node refused, as a code (so that many refusals need no string each until logged).
+NO_TRUST, NO_BUDGET, BAD_COST, REPLAY, OVER_BUDGET = range(1, 6)
+
+
+def refusal_reason(
+    code: int, node: int, cost: float, round_: int, used: float, budget: float | None
+) -> str:
+    """The text a node logs for a refusal (the server only ever sees :data:`REFUSED`).
+
+    Args:
+        code: one of the refusal codes (``NO_TRUST`` … ``OVER_BUDGET``).
+        node: the refusing node.
+        cost: the round's ε.
+        round_: the round's index.
+        used: what the node had spent before the round (read for ``OVER_BUDGET`` only).
+        budget: the node's budget (read for ``OVER_BUDGET`` only).
+    """
+    if code == NO_TRUST:
+        return f"node {node} does not trust the curator and refuses raw upload"
+    if code == NO_BUDGET:
+        return f"node {node} has no finite budget in its own configuration"
+    if code == BAD_COST:
+        return f"node {node} refuses a round with cost ε={cost}"
+    if code == REPLAY:
+        return (
+            f"node {node} already answered round {round_} from its pinned seed; the same "
+            "uniforms would be reused"
+        )
+    if code == OVER_BUDGET:
+        return (
+            f"node {node} refuses: ε {cost:g} on top of {used:g} spent exceeds its budget "
+            f"{budget:g}"
+        )
+    raise ValueError(f"unknown refusal code {code}")
+
+
+def _round_refusal(cost: float, settings: NodeSettings, raw_upload: bool) -> int | None:
+    """The refusal every node with ``settings`` gives this round whatever it spent (a code),
+    or None when it depends on the node's ledger. Raw upload to a trusted curator is outside
+    the LDP budget, by the node's choice: it is never refused here nor charged."""
+    if raw_upload:
+        return None if settings.trust_curator else NO_TRUST
+    if settings.budget is None:
+        return NO_BUDGET
+    if not math.isfinite(cost) or cost < MIN_CHARGE:
+        return BAD_COST
+    return None
+
+
 @dataclass
 class Book:
-    """The ledger's content for one graph while a request is being admitted."""
+    """The ledger's content for one graph while a request is being admitted (the JSON file's
+    form: node ids as strings)."""
 
     spent: dict[str, float] = field(default_factory=dict)
     seeded_rounds: dict[str, list[int]] = field(default_factory=dict)
@@ -160,29 +218,187 @@ class Book:
         raw_upload: bool,
     ) -> None:
         """Charge this round to ``node``, or raise :class:`Refusal` and charge nothing."""
+        code = _round_refusal(cost, settings, raw_upload)
+        if code is not None:
+            raise Refusal(refusal_reason(code, node, cost, round_, 0.0, settings.budget))
         if raw_upload:
-            if not settings.trust_curator:
-                raise Refusal(f"node {node} does not trust the curator and refuses raw upload")
-            return  # raw data to a trusted curator is outside the LDP budget, by its choice
-        if settings.budget is None:
-            raise Refusal(f"node {node} has no finite budget in its own configuration")
-        if not math.isfinite(cost) or cost < MIN_CHARGE:
-            raise Refusal(f"node {node} refuses a round with cost ε={cost}")
+            return
+        assert settings.budget is not None  # _round_refusal refused an unset budget
         key = str(node)
         if settings.seed is not None and round_ in self.seeded_rounds.get(key, ()):
-            raise Refusal(
-                f"node {node} already answered round {round_} from its pinned seed; the same "
-                "uniforms would be reused"
-            )
+            raise Refusal(refusal_reason(REPLAY, node, cost, round_, 0.0, settings.budget))
         used = float(self.spent.get(key, 0.0))
         if used + cost > settings.budget + TOLERANCE:
-            raise Refusal(
-                f"node {node} refuses: ε {cost:g} on top of {used:g} spent exceeds its budget "
-                f"{settings.budget:g}"
-            )
+            raise Refusal(refusal_reason(OVER_BUDGET, node, cost, round_, used, settings.budget))
         self.spent[key] = used + cost
         if settings.seed is not None:
             self.seeded_rounds.setdefault(key, []).append(int(round_))
+
+    def spent_of(self, node: int) -> float:
+        """What ``node`` has spent on this graph."""
+        return float(self.spent.get(str(node), 0.0))
+
+
+class ArrayBook:
+    """An in-memory ledger's content: the spends as one float64 array indexed by node id, and
+    per pinned-seed round the nodes that answered it as one bool mask. A node beyond the
+    arrays has spent nothing. 9 bytes a node (+1 a seeded round), not a dict entry of strings.
+    """
+
+    def __init__(self) -> None:
+        self.spent = np.zeros(0, dtype=np.float64)
+        self.seeded_rounds: dict[int, np.ndarray] = {}
+
+    def _grow(self, size: int) -> None:
+        """Make room for node ids below ``size`` (new nodes: nothing spent, no round)."""
+        if size <= self.spent.size:
+            return
+        size = max(size, 2 * self.spent.size)
+
+        def grown(old: np.ndarray) -> np.ndarray:
+            new = np.zeros(size, dtype=old.dtype)
+            new[: old.size] = old
+            return new
+
+        self.spent = grown(self.spent)
+        self.seeded_rounds = {r: grown(m) for r, m in self.seeded_rounds.items()}
+
+    def spent_of(self, node: int) -> float:
+        """What ``node`` has spent on this graph."""
+        node = int(node)
+        return float(self.spent[node]) if 0 <= node < self.spent.size else 0.0
+
+    def admit(
+        self,
+        node: int,
+        cost: float,
+        round_: int,
+        settings: NodeSettings,
+        raw_upload: bool,
+    ) -> None:
+        """:meth:`Book.admit` on this form: charge ``node`` or raise :class:`Refusal`."""
+        admission = self.admit_many(np.asarray([node]), cost, round_, settings, raw_upload)
+        if admission.refused.size:
+            raise Refusal(admission.reason(0))
+
+    def admit_many(
+        self,
+        nodes: np.ndarray,
+        cost: float,
+        round_: int,
+        settings: NodeSettings,
+        raw_upload: bool,
+    ) -> Admission:
+        """:meth:`Book.admit` for each of ``nodes`` (distinct ids ≥ 0) at once: the same
+        decisions with the same tolerance; every node is decided before any is charged.
+
+        Args:
+            nodes: the nodes asked, distinct non-negative ids (int array).
+            cost: the round's ε, charged to every admitted node.
+            round_: the round's index (a pinned-seed node answers a round once).
+            settings: the nodes' own settings, shared by all of them.
+            raw_upload: whether the round uploads raw data (then only trust counts).
+        """
+        nodes = np.asarray(nodes)
+        if nodes.ndim != 1 or (nodes.size and nodes.dtype.kind not in "iu"):
+            raise ValueError("nodes must be a 1-d array of integer ids")
+        nodes = nodes.astype(np.int64, copy=False)
+        cost = float(cost)
+        round_ = int(round_)
+        code = _round_refusal(cost, settings, raw_upload)
+        empty = np.zeros(0, dtype=np.int64)
+        if code is not None or raw_upload or nodes.size == 0:
+            refused = nodes if code is not None else empty
+            return Admission(
+                admitted=empty if code is not None else nodes,
+                refused=refused,
+                codes=np.full(refused.size, code or 0, dtype=np.uint8),
+                used=np.zeros(refused.size),
+                cost=cost,
+                round_=round_,
+                budget=settings.budget,
+            )
+        assert settings.budget is not None  # _round_refusal refused an unset budget
+        if int(nodes.min()) < 0:
+            raise ValueError("node ids must be >= 0")
+        self._grow(int(nodes.max()) + 1)
+        asked = np.zeros(self.spent.size, dtype=bool)
+        asked[nodes] = True
+        if np.count_nonzero(asked) != nodes.size:
+            raise ValueError("a node is asked twice in one admission")  # its charges would merge
+        del asked
+        limit = settings.budget + TOLERANCE
+        seeded = self.seeded_rounds.get(round_) if settings.seed is not None else None
+        # Decide first (block by block: no temporary of n floats), then charge in one pass.
+        ok = np.empty(nodes.size, dtype=bool)
+        for lo in range(0, nodes.size, _BLOCK):
+            ids = nodes[lo : lo + _BLOCK]
+            fits = ~(self.spent[ids] + cost > limit)  # the float64 sum Book.admit compares
+            if seeded is not None:
+                fits &= ~seeded[ids]  # a pinned seed never answers a round twice
+            ok[lo : lo + ids.size] = fits
+        if ok.all():
+            admitted, refused = nodes, nodes[:0]
+        else:
+            admitted, refused = nodes[ok], nodes[~ok]
+        del ok
+        for lo in range(0, admitted.size, _BLOCK):
+            self.spent[admitted[lo : lo + _BLOCK]] += cost  # distinct ids: used + cost each
+        if settings.seed is not None:
+            if seeded is None:
+                self.seeded_rounds[round_] = np.zeros(self.spent.size, dtype=bool)
+            self.seeded_rounds[round_][admitted] = True
+        # A refused node's spend and rounds are untouched; a replay is named before the budget,
+        # as Book.admit checks it first.
+        used = self.spent[refused]
+        codes = np.full(refused.size, OVER_BUDGET, dtype=np.uint8)
+        if seeded is not None:
+            codes[seeded[refused]] = REPLAY
+        return Admission(admitted, refused, codes, used, cost, round_, settings.budget)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who of many nodes is admitted to a round, and why each other one refused: a code per
+    refused node, turned into the node's log text only when asked (admitting 10^6 nodes
+    builds no string).
+
+    Args:
+        admitted: the admitted nodes, in the order asked.
+        refused: the refusing nodes, in the order asked.
+        codes: each refused node's refusal code.
+        used: each refused node's spend before the round (for its reason).
+        cost: the round's ε.
+        round_: the round's index.
+        budget: the nodes' budget.
+        texts: the reasons already written (a ledger admitted node by node), by node.
+    """
+
+    admitted: np.ndarray
+    refused: np.ndarray
+    codes: np.ndarray
+    used: np.ndarray
+    cost: float
+    round_: int
+    budget: float | None
+    texts: Mapping[int, str] | None = None
+
+    def reason(self, i: int) -> str:
+        """Why ``refused[i]`` refused (for that node's own log, never for the server)."""
+        node = int(self.refused[i])
+        if self.texts is not None:
+            return self.texts[node]
+        used = float(self.used[i])
+        return refusal_reason(int(self.codes[i]), node, self.cost, self.round_, used, self.budget)
+
+    def reasons(self) -> dict[int, str]:
+        """Every refused node's reason, by node (what :func:`admit_nodes` returns)."""
+        return {int(node): self.reason(i) for i, node in enumerate(self.refused)}
+
+    def counts(self) -> dict[int, int]:
+        """How many nodes refused for each code (the reasons grouped, without a string)."""
+        values, counts = np.unique(self.codes, return_counts=True)
+        return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
 
 
 class Ledger:
@@ -198,16 +414,15 @@ class Ledger:
         self.path = Path(path) if path is not None else None
         self.graph = graph
         self.durable = durable
-        self._memory = Book()
+        self._memory = ArrayBook()
 
     @contextlib.contextmanager
-    def open(self) -> Iterator[Book]:
-        """The graph's book, locked; written back (atomically) when the block ends without an
-        exception."""
+    def open(self) -> Iterator[Book | ArrayBook]:
+        """The graph's book. A file's is locked and written back (atomically) when the block
+        ends without an exception; the in-memory one is the ledger itself, so a charge made in
+        a block that then raises stays spent (fail closed)."""
         if self.path is None:
-            book = Book(dict(self._memory.spent), dict(self._memory.seeded_rounds))
-            yield book
-            self._memory = book
+            yield self._memory
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
@@ -221,8 +436,10 @@ class Ledger:
 
     def spent(self, node: int) -> float:
         """What ``node`` has spent on this graph so far."""
+        if self.path is None:
+            return self._memory.spent_of(node)
         with self.open() as book:
-            return float(book.spent.get(str(node), 0.0))
+            return book.spent_of(node)
 
     def _book(self, entry: Any) -> Book:
         """The stored entry, checked: a value that is not a finite spend ≥ 0 (NaN would admit
@@ -283,7 +500,17 @@ def admit_nodes(
 
     Returns the admitted nodes and, for the others, the reason (for the node's own log; the
     server is told only :data:`REFUSED`). A ledger that cannot be read or written refuses all.
+    An in-memory ledger admits distinct nodes at once (:func:`admit_many`).
     """
+    if (
+        ledger.path is None
+        and all(isinstance(n, int | np.integer) and n >= 0 for n in nodes)
+        and len(set(nodes)) == len(nodes)
+    ):
+        admission = ledger._memory.admit_many(
+            np.asarray(nodes, dtype=np.int64), cost, round_, settings, raw_upload
+        )
+        return admission.admitted.tolist(), admission.reasons()
     admitted: list[int] = []
     refused: dict[int, str] = {}
     try:
@@ -297,3 +524,40 @@ def admit_nodes(
     except (Refusal, OSError) as exc:
         return [], {node: f"ledger: {exc}" for node in nodes}
     return admitted, refused
+
+
+def admit_many(
+    ledger: Ledger,
+    nodes: np.ndarray,
+    cost: float,
+    round_: int,
+    settings: NodeSettings,
+    raw_upload: bool,
+) -> Admission:
+    """:func:`admit_nodes` for many nodes that share one ``settings`` (the ``local`` backend):
+    the same decisions, at the cost of a few arrays on an in-memory ledger. A file ledger
+    (deployment) is admitted node by node as before, its file unchanged.
+
+    Args:
+        ledger: what the nodes spent in earlier rounds.
+        nodes: the nodes asked: distinct ids ≥ 0 (int array).
+        cost: the round's ε.
+        round_: the round's index.
+        settings: every asked node's own settings.
+        raw_upload: whether the round uploads raw data.
+    """
+    if ledger.path is None:
+        return ledger._memory.admit_many(np.asarray(nodes), cost, round_, settings, raw_upload)
+    ids = np.asarray(nodes, dtype=np.int64)
+    admitted, refused = admit_nodes(ledger, ids.tolist(), cost, round_, settings, raw_upload)
+    order = np.asarray(list(refused), dtype=np.int64)
+    return Admission(
+        admitted=np.asarray(admitted, dtype=np.int64),
+        refused=order,
+        codes=np.zeros(order.size, dtype=np.uint8),
+        used=np.zeros(order.size),
+        cost=float(cost),
+        round_=int(round_),
+        budget=settings.budget,
+        texts=refused,
+    )

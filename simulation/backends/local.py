@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpgraph.client.budget import Ledger, NodeSettings, admit_nodes
+from ldpgraph.client.budget import Ledger, NodeSettings, admit_many
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
 from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph
@@ -110,18 +110,23 @@ def collect_round(
     collection for tests and benchmarks). ``workers``: processes to collect with (see
     :func:`collection_workers`); ``batched=False``: node by node in this process, one
     :class:`Report` object each (the former path, for comparisons)."""
-    nodes = list(range(graph.num_nodes))
+    admitted = np.arange(graph.num_nodes, dtype=np.int64)
+    missing = admitted[:0]
     if settings is not None:
+        # Every node shares one settings: admitted at once, the ledger's spends one array.
         ledger = ledger if ledger is not None else Ledger(None, "local")
-        nodes, _refused = admit_nodes(
+        admission = admit_many(
             ledger,
-            nodes,
+            admitted,
             float(protocol.round_epsilon(round_)),
             round_,
             settings,
             protocol.raw_upload,
         )
+        # Asked in ascending order, so both come sorted (no set difference over n nodes).
+        admitted, missing = admission.admitted, admission.refused
     if not batched:
+        nodes = admitted.tolist()
         reports = {}
         for i, node in enumerate(nodes):
             stream = seed if settings is None else settings.stream_seed()
@@ -130,15 +135,12 @@ def collect_round(
                 progress(1024)
         if progress is not None:
             progress(len(nodes) % 1024)
-        missing = np.setdiff1d(np.arange(graph.num_nodes), np.asarray(nodes, dtype=np.int64))
         return RoundResult(reports, missing)
-    admitted = np.asarray(nodes, dtype=np.int64)
     job = _Job(protocol, graph, round_, server_msg, seed, settings, admitted)
     ranges = [(lo, min(lo + CHUNK_NODES, admitted.size))
               for lo in range(0, admitted.size, CHUNK_NODES)]  # fmt: skip
     joined = _Joined(round_, graph.num_nodes, admitted.size)
     _run_job(job, ranges, collection_workers(workers, admitted.size), joined.add, progress)
-    missing = np.setdiff1d(np.arange(graph.num_nodes), admitted)
     return RoundResult(joined.finish(), missing)
 
 
