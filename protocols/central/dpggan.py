@@ -29,7 +29,9 @@ offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, �
   steps [P line 21].
 * **Generation** [P §2.10]: Z ~ N(0, I) for the N_k nodes, P = sigmoid(f(Z)f(Z)ᵀ), then the
   edges by ``dpg_edge_selection``: ``topk_dp`` (default) the top-M̃ pairs with
-  M̃ = round(M + Laplace(1/ε_M)) clamped to [0, N(N−1)/2] (ε_M = dpg_edge_count_share·ε,
+  M̃ = M + K, K discrete Laplace of parameter ε_M (integer noise: float Laplace on an integer
+  count is not DP as implemented, see :mod:`..laplace`), clamped to [0, N(N−1)/2]
+  (ε_M = dpg_edge_count_share·ε,
   composed with training: ε = ε_train + ε_M); ``topk_true`` the true M (the paper's
   reproduction mode: it releases M exactly, so the report's ε is ∞); ``bernoulli`` and
   ``threshold`` (P > 0.5) are post-processing. The encoder is never used to generate.
@@ -63,6 +65,7 @@ import numpy as np
 
 from ..base import EPSILON, CuratorView
 from ..graph import canonical_edges, split_by_offsets
+from ..laplace import MIN_EPSILON, DiscreteLaplace
 from ..params import Param, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng, stage_seed
@@ -110,8 +113,8 @@ DPG_LAMBDA1 = Param(
 DPG_LAMBDA2 = Param("dpg_lambda2", float, 0.1, "λ2: weight of the GAN loss (paper: 0.1)", low=0.0)
 DPG_EDGE_SELECTION = Param(
     "dpg_edge_selection", str, "topk_dp",
-    "generated edges: topk_dp (top-M̃, M̃ the Laplace-noised edge count), topk_true (the true "
-    "M: leaks it, ε = ∞), bernoulli or threshold (P > 0.5)",
+    "generated edges: topk_dp (top-M̃, M̃ the edge count plus discrete Laplace noise), "
+    "topk_true (the true M: leaks it, ε = ∞), bernoulli or threshold (P > 0.5)",
     choices=("topk_dp", "topk_true", "bernoulli", "threshold"),
 )  # fmt: skip
 DPG_EDGE_COUNT_SHARE = Param(
@@ -251,6 +254,12 @@ class DpgGan(CentralStrategy):
                 mid = (lo + hi + 1) // 2
                 lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
             steps = lo
+        if share and eps_count < MIN_EPSILON:
+            raise ProtocolParameterError(
+                f"{self.name}: the edge count's ε_M = {eps_count:.3g} (dpg_edge_count_share × ε) "
+                f"is below the discrete Laplace mechanism's minimum {MIN_EPSILON:g}: raise "
+                "epsilon or dpg_edge_count_share"
+            )
         return Plan(
             sigma=float(sigma),
             steps=int(steps),
@@ -297,7 +306,8 @@ class DpgGan(CentralStrategy):
                     "unit": "edge",
                     "epsilon": plan.epsilon_count,
                     "delta": 0.0,
-                    "mechanism": "Laplace(1/ε_M) on each graph's edge count (sensitivity 1)",
+                    "mechanism": "discrete Laplace (two-sided geometric) of parameter ε_M on "
+                    "each graph's edge count (sensitivity 1), sampled exactly",
                     "accountant": "exact (pure ε)",
                 }
             )
@@ -305,7 +315,7 @@ class DpgGan(CentralStrategy):
             f"ε = {total:.4g}: dp-accounting {acc} of T = {plan.steps} Poisson-subsampled "
             f"(q = {p['dpg_q']:g}) Gaussian steps of noise multiplier σ = {plan.sigma:.4g} "
             f"(ε_train = {plan.epsilon_train:.4g})"
-            + (f" plus ε_M = {plan.epsilon_count:.4g} for the Laplace edge count" if
+            + (f" plus ε_M = {plan.epsilon_count:.4g} for the discrete Laplace edge count" if
                selection == "topk_dp" else "")
             + "; per graph, and for the whole collection by parallel composition (one edge "
             "lives in one graph).",
@@ -671,7 +681,7 @@ def select_edges(
     if how in ("topk_dp", "topk_true"):
         m = true_m
         if how == "topk_dp":
-            m = int(round(true_m + rng.laplace(0.0, 1.0 / plan.epsilon_count)))
+            m = DiscreteLaplace(plan.epsilon_count).perturb(int(true_m), rng)
         m = min(max(m, 0), scores.size)
         keep = np.argsort(-scores, kind="stable")[:m]
     elif how == "bernoulli":

@@ -200,12 +200,19 @@ def test_edge_selection():
     assert edges.shape == (40, 2) and (edges[:, 0] < edges[:, 1]).all()
     iu = np.triu_indices(30, 1)
     assert probs[edges[:, 0], edges[:, 1]].min() >= np.sort(probs[iu])[-40]
-    # topk_dp: M̃ − M ~ Laplace(1/ε_M): mean |M̃ − M| = 1/ε_M (2,000 draws; 6 standard errors)
+    # topk_dp: M̃ − M is discrete Laplace of parameter ε_M (integer noise, never a float
+    # Laplace rounded): P[M̃ − M = 0] and E|M̃ − M| = 2a/(1 − a²), a = e^{−ε_M}, within 6
+    # standard errors over 3,000 draws
     s = make_protocol("dpggan", epsilon=2.0, **FAST)
-    scale = 1.0 / s.plan().epsilon_count
+    a = math.exp(-s.plan().epsilon_count)
     dev = np.array([dg.select_edges(probs, 200, s.plan(), s.p, rng).shape[0] - 200
-                    for _ in range(2000)])  # fmt: skip
-    assert abs(np.abs(dev).mean() - scale) < 6 * scale / math.sqrt(2000)
+                    for _ in range(3000)])  # fmt: skip
+    mean_abs, var_abs = 2 * a / (1 - a * a), 2 * a * (1 + a * a) / (1 - a * a) ** 2
+    assert abs(np.abs(dev).mean() - mean_abs) < 6 * math.sqrt(var_abs / 3000)
+    p0 = (1 - a) / (1 + a)
+    assert abs((dev == 0).mean() - p0) < 6 * math.sqrt(p0 * (1 - p0) / 3000)
+    with pytest.raises(ProtocolParameterError, match="discrete Laplace"):
+        make_protocol("dpggan", epsilon=0.01, **FAST)  # ε_M = 5e-4 < MIN_EPSILON
     thr = make_protocol("dpggan", dpg_edge_selection="threshold", **FAST)
     assert len(dg.select_edges(probs, 0, thr.plan(), thr.p, rng)) == (probs[iu] > 0.5).sum()
 
@@ -437,9 +444,17 @@ def test_encoder_generation_is_an_ablation_with_infinite_epsilon_that_reads_the_
     )
     edges = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [0, 4]])
     other = np.array([[0, 2], [1, 3], [2, 4], [0, 3], [1, 4]])
-    plan = strategy.plan()
-    outs = [dpggan.fit_and_generate(e, 5, plan, strategy.p, False, seed=0, k=0)[0]
+    # the true edge count (4 of 10 pairs): a noisy count could clamp both graphs to empty or
+    # complete, which would hide whether generation read them; a star and a path, which the
+    # encoder embeds differently (the two 5-cycles above are isomorphic)
+    edges = np.array([[0, 1], [0, 2], [0, 3], [0, 4]])
+    other = np.array([[0, 1], [1, 2], [2, 3], [3, 4]])
+    true_m = make_protocol("dpgvae", dpg_generation="encoder", dpg_edge_selection="topk_true",
+                           dpg_steps=3, **_no_steps(FAST))  # fmt: skip
+    plan = true_m.plan()
+    outs = [dpggan.fit_and_generate(e, 5, plan, true_m.p, False, seed=0, k=0)[0]
             for e in (edges, other)]  # fmt: skip
+    assert len(outs[0]) == len(outs[1]) == 4
     assert not np.array_equal(outs[0], outs[1])
 
 
