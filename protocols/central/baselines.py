@@ -15,7 +15,10 @@ lines each.
   of non-edges turned into edges is Binomial(#non-edges, q), then that many distinct non-edges
   are drawn uniformly (the same law as one coin per pair).
 * ``lapgraph`` (edge-level ε-DP; LinkTeller's LapGraph [E]): ε₁ = 0.01ε estimates the edge
-  count T = |E| + ⌊Lap(1/ε₁)⌋, ε₂ = 0.99ε adds Lap(1/ε₂) to every upper-triangular entry of A,
+  count T = |E| + K, K discrete Laplace of parameter ε₁ (LinkTeller's ⌊Lap(1/ε₁)⌋ made exact:
+  a float Laplace rounded to an integer is not DP as implemented, see :mod:`..laplace`; the
+  released graph's edge count is T), ε₂ = 0.99ε adds Lap(1/ε₂) to every upper-triangular entry
+  of A,
   and the T largest noisy entries are the edges. Drawn sparsely and exactly: the m edge
   entries are drawn one by one; the non-edge entries are iid Laplace, so their top values are
   drawn from the top down in bands (t_{k+1}, t_k]: the count in a band given none above it is
@@ -23,8 +26,8 @@ lines each.
   bands are added until at least T entries lie above the last threshold.
 
 Deletion and addition promise nothing: their reports say so (ε = ∞, no guarantee). EdgeRand's
-and LapGraph's ε are dp-accounting's (randomized response; two Laplace mechanisms of
-sensitivity 1 composed), with the closed forms ε and ε₁ + ε₂ = ε beside them.
+and LapGraph's ε are dp-accounting's (randomized response; a discrete and a continuous Laplace
+mechanism of sensitivity 1 composed), with the closed forms ε and ε₁ + ε₂ = ε beside them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import numpy as np
 from ..base import EPSILON, CuratorView
 from ..graph import canonical_edges
 from ..graph import sample_free_pairs as graph_sample_free_pairs
+from ..laplace import MIN_EPSILON, DiscreteLaplace
 from ..params import Param, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng
@@ -135,7 +139,7 @@ def lapgraph(edges: np.ndarray, n: int, epsilon: float, rng: np.random.Generator
     all pairs i < j (T clipped to [0, n(n−1)/2])."""
     eps1 = LAPGRAPH_COUNT_SHARE * epsilon
     total = n * (n - 1) // 2
-    target = int(np.clip(len(edges) + math.floor(rng.laplace(0.0, 1.0 / eps1)), 0, total))
+    target = int(np.clip(DiscreteLaplace(eps1).perturb(len(edges), rng), 0, total))
     return noisy_top(edges, n, 1.0 / (epsilon - eps1), target, rng)
 
 
@@ -180,9 +184,9 @@ LAPGRAPH_CHECK_DELTA = 1e-12
 
 
 def lapgraph_epsilon(epsilon: float, delta: float = LAPGRAPH_CHECK_DELTA) -> float:
-    """dp-accounting's ε at ``delta`` of LapGraph: Laplace(1/ε₁) on |E| and Laplace(1/ε₂) on
-    every entry, each of sensitivity 1 under one edge added or removed, composed (the closed
-    form is ε₁ + ε₂ = ε at δ = 0)."""
+    """dp-accounting's ε at ``delta`` of LapGraph: the discrete Laplace of parameter ε₁ on |E|
+    and Laplace(1/ε₂) on every entry, each of sensitivity 1 under one edge added or removed,
+    composed (the closed form is ε₁ + ε₂ = ε at δ = 0)."""
     from dp_accounting import NeighboringRelation, dp_event, pld
 
     from ..accounting import PLD_DISCRETIZATION
@@ -193,7 +197,8 @@ def lapgraph_epsilon(epsilon: float, delta: float = LAPGRAPH_CHECK_DELTA) -> flo
         value_discretization_interval=PLD_DISCRETIZATION,
     )
     acc.compose(dp_event.ComposedDpEvent([
-        dp_event.LaplaceDpEvent(1.0 / eps1), dp_event.LaplaceDpEvent(1.0 / (epsilon - eps1)),
+        dp_event.DiscreteLaplaceDpEvent(eps1, 1),
+        dp_event.LaplaceDpEvent(1.0 / (epsilon - eps1)),
     ]))  # fmt: skip
     return float(acc.get_epsilon(delta))
 
@@ -238,6 +243,12 @@ class EdgePerturbation(CentralStrategy):
         # random deletion/addition: a defence without a guarantee, like PPGSL's
         self.privacy_model = "central" if self.private else "empirical"
         self.p = dict(params)
+        eps1 = LAPGRAPH_COUNT_SHARE * float(self.p.get("epsilon", EDGE_EPSILON.default))
+        if name == "lapgraph" and eps1 < MIN_EPSILON:
+            raise ProtocolParameterError(
+                f"lapgraph: the edge count's ε₁ = {eps1:.3g} (1 % of ε) is below the discrete "
+                f"Laplace mechanism's minimum {MIN_EPSILON:g}: raise epsilon"
+            )
         if name == "edge-delete" and self.p.get("edge_ratio", EDGE_RATIO.default) > 1.0:
             raise ProtocolParameterError(
                 f"edge-delete: edge_ratio must be in [0, 1] (a share of the edges), got "
@@ -268,8 +279,9 @@ class EdgePerturbation(CentralStrategy):
         else:
             acc = eps  # the closed form ε₁ + ε₂ (pure); the accountant's figure beside it
             eps1 = LAPGRAPH_COUNT_SHARE * eps
-            mech = (f"Laplace(1/ε₁) on |E| (ε₁ = {eps1:.4g}), Laplace(1/ε₂) on every entry "
-                    f"(ε₂ = {eps - eps1:.4g}), top-T selection (post-processing)")  # fmt: skip
+            mech = (f"discrete Laplace (parameter ε₁ = {eps1:.4g}) on |E|, Laplace(1/ε₂) on "
+                    f"every entry (ε₂ = {eps - eps1:.4g}), top-T selection "
+                    "(post-processing)")  # fmt: skip
             part = {"part": "adjacency", "unit": "edge", "mechanism": mech, "epsilon": acc,
                     "epsilon_closed_form": eps, "epsilon_count": eps1,
                     "epsilon_entries": eps - eps1, "delta": 0.0,

@@ -142,15 +142,23 @@ def test_noisy_top_matches_a_dense_reference(b, target):
     assert abs(wrong - dense.mean()) > 10 * se
 
 
-def test_lapgraph_edge_count_is_m_plus_floor_laplace():
-    """T = |E| + ⌊Lap(1/ε₁)⌋ with ε₁ = 0.01ε: the mean and variance of the released count."""
+def test_lapgraph_edge_count_is_m_plus_discrete_laplace():
+    """T = |E| + K, K discrete Laplace of parameter ε₁ = 0.01ε (integer noise): mean 0,
+    variance 2a/(1 − a)² and P[K = 0] = (1 − a)/(1 + a), a = e^{−ε₁}, over 4,000 releases;
+    an ε₁ below the mechanism's minimum is a one-line error."""
     n, edges = 200, _graph(200, 600)
     m = len(edges)
-    eps = 100.0  # ε₁ = 1: Lap(1), E⌊L⌋ = −0.5, Var⌊L⌋ ≈ 2 + 1/12
+    eps = 100.0  # ε₁ = 1
+    a = math.exp(-1.0)
+    var = 2 * a / (1 - a) ** 2
     rng = np.random.default_rng(5)
     diff = np.array([len(bl.lapgraph(edges, n, eps, rng)) - m for _ in range(4000)], float)
-    assert abs(diff.mean() + 0.5) < 5 * math.sqrt(2.1 / len(diff))
-    assert diff.var() == pytest.approx(2.0 + 1 / 12, rel=0.15)
+    assert abs(diff.mean()) < 5 * math.sqrt(var / len(diff))
+    assert diff.var() == pytest.approx(var, rel=0.15)
+    p0 = (1 - a) / (1 + a)
+    assert abs((diff == 0).mean() - p0) < 5 * math.sqrt(p0 * (1 - p0) / len(diff))
+    with pytest.raises(ProtocolParameterError, match="discrete"):
+        make_protocol("lapgraph", epsilon=0.05)
 
 
 def test_non_dp_reports_say_no_guarantee():
