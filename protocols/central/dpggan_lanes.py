@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..rng import stage_rng, stage_seed
-from .dpggan import (
+from .dpggan_model import (
     EPS_LOG,
     LATENT,
     Plan,
