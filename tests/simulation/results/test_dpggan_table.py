@@ -57,6 +57,7 @@ def test_the_paper_tables_are_in_the_paper_numbers():
 def test_rules_come_from_the_variant_label():
     assert dt.rule_of(_row(entry="paper-dpgvae")) == "paper"
     assert dt.rule_of(_row(entry="dp-dpggan")) == "dp"
+    assert dt.rule_of(_row(entry="t2-dpgvae")) == "t2"  # the strict release with GIN, apart
     assert dt.rule_of(_row(entry="dpggan")) == "dp"  # no variant: the default edge selection
     bare = {**_row(entry="dpggan"), "config": {"dpg_edge_selection": "topk_true"}}
     assert dt.rule_of(bare) == "paper"
