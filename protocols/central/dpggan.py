@@ -75,15 +75,8 @@ from ..rng import stage_rng, stage_seed
 from ..types import PrivacyReport, Release
 from .base import CentralStrategy, UploadedGraph
 from .dpar import ACCOUNTANT_PARAM, DELTA
-from .dpggan_model import (  # noqa: F401  (re-exported: the model's pieces, tests use them here)
-    DISC_HIDDEN,
-    DISC_MLP,
-    DISC_OUT,
-    ENC_HIDDEN,
+from .dpggan_model import (
     EPS_LOG,
-    GEN_HIDDEN,
-    GEN_KEYS,
-    GEN_OUT,
     LATENT,
     Plan,
     _normalised,

@@ -93,7 +93,8 @@ def fit_and_generate_many(
         lanes.train(plan)
         for k, result in zip(chunk, lanes.generate(plan), strict=True):
             out[k] = result
-    return [r for r in out if r is not None]
+    assert all(r is not None for r in out)  # the chunks cover every graph once
+    return out  # type: ignore[return-value]
 
 
 class _MaskedAdam:
@@ -172,15 +173,6 @@ def _batched_generator(z: Any, theta: dict[str, Any]) -> Any:
     return torch.einsum("lij,lbj->lbi", theta["w2"], h) + theta["b2"][:, None]
 
 
-def _batched_normalised(adj: Any) -> Any:
-    """D̂^{-1/2}(A + I)D̂^{-1/2} of a stack of (soft) adjacencies."""
-    import torch
-
-    a = adj + torch.eye(adj.shape[-1], dtype=adj.dtype)
-    d = a.sum(-1).rsqrt()
-    return d[..., :, None] * a * d[..., None, :]
-
-
 def _disc_features(norm: Any, w0_rows: Any, w1: Any) -> Any:
     """g′ per lane: Σ_rows Â ReLU(Â X W′0) W′1 (padded rows are zero rows of X W′0)."""
     import torch
@@ -206,9 +198,8 @@ class _Lanes:
         self.p, self.gan, self.seed = p, gan, seed
         self.edges = [e for e, _, _ in graphs]
         self.sizes = [int(n) for _, n, _ in graphs]
-        self.ks = [k for _, _, k in graphs]
         self.rows = max(max(self.sizes), 1)
-        streams = [f"dpggan/graph{k}" for k in self.ks]
+        streams = [f"dpggan/graph{k}" for _, _, k in graphs]
         self.streams = streams
 
         def gen(stream: str, what: str) -> Any:
@@ -318,7 +309,7 @@ class _Lanes:
             torch.randn(b, LATENT, generator=self.g_sample[lane], dtype=torch.float64,
                         out=eps[row, :b])  # fmt: skip
         a_s = self._adjacency(lanes, idx, mask)
-        norm = _batched_normalised(a_s)
+        norm = _normalised(a_s)
         off = mask[:, :, None] * mask[:, None, :] * (1.0 - torch.eye(width, dtype=torch.float64))
         rowmask = mask[:, :, None]
         enc_w0 = self.enc["w0"][lanes[:, None], idx] * rowmask
@@ -349,7 +340,7 @@ class _Lanes:
                                          torch.ones_like(pos))  # fmt: skip
                     bce = bce * torch.where(a_s > 0, weight[:, None, None], torch.ones_like(a_s))
                 return (bce * off).sum((1, 2)), torch.zeros(lanes.numel(), dtype=torch.float64)
-            fake_r = _disc_features(_batched_normalised(p_soft), frozen_w0, frozen_w1)
+            fake_r = _disc_features(_normalised(p_soft), frozen_w0, frozen_w1)
             rec = (real_r - fake_r).pow(2).sum(-1)
             g_loss = -fn.logsigmoid(_disc_logit(fake_r, frozen_f))
             return rec, g_loss
@@ -384,7 +375,7 @@ class _Lanes:
             w1 = self.disc_g["w1"][lanes]
             f_now = {k: v[lanes] for k, v in self.disc_f.items()}
             real = _disc_logit(_disc_features(norm, w0_rows, w1), f_now)
-            fake = _disc_logit(_disc_features(_batched_normalised(p_fake), w0_rows, w1), f_now)
+            fake = _disc_logit(_disc_features(_normalised(p_fake), w0_rows, w1), f_now)
             ones = torch.ones_like(real)
             d_loss = lam2 * (fn.binary_cross_entropy_with_logits(real, ones, reduction="sum")
                              + fn.binary_cross_entropy_with_logits(fake, 0 * ones,

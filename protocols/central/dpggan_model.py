@@ -48,12 +48,13 @@ class Plan:
 
 
 def _normalised(adj: Any) -> Any:
-    """D̂^{-1/2}(A + I)D̂^{-1/2} of a dense (soft) adjacency."""
+    """D̂^{-1/2}(A + I)D̂^{-1/2} of a dense (soft) adjacency, or of each of a stack of them
+    (leading dims: the lanes of :mod:`.dpggan_lanes`)."""
     import torch
 
-    a = adj + torch.eye(adj.shape[0], dtype=adj.dtype)
-    d = a.sum(1).rsqrt()
-    return d[:, None] * a * d[None, :]
+    a = adj + torch.eye(adj.shape[-1], dtype=adj.dtype)
+    d = a.sum(-1).rsqrt()
+    return d[..., :, None] * a * d[..., None, :]
 
 
 def generator(z: Any, theta: dict[str, Any]) -> Any:
