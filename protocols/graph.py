@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .sorting import unique_ints
+
 
 @dataclass
 class Graph:
@@ -78,7 +80,7 @@ def canonical_edges(pairs: np.ndarray, num_nodes: int) -> np.ndarray:
     u = np.minimum(pairs[:, 0], pairs[:, 1])
     v = np.maximum(pairs[:, 0], pairs[:, 1])
     keep = u != v
-    key = np.unique(u[keep] * num_nodes + v[keep])
+    key = unique_ints(u[keep] * num_nodes + v[keep])
     return np.stack([key // num_nodes, key % num_nodes], axis=1).astype(np.int64)
 
 

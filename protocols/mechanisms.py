@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sorting import union_ints, unique_ints
+
 
 def _check_epsilon(epsilon: float) -> float:
     epsilon = float(epsilon)
@@ -25,6 +27,11 @@ def _check_epsilon(epsilon: float) -> float:
 def flip_probability(epsilon: float) -> float:
     """Warner's flip probability 1 / (e^ε + 1)."""
     return 1.0 / (math.exp(_check_epsilon(epsilon)) + 1.0)
+
+
+#: From this flip probability on (ε ≤ ln 9 ≈ 2.2) a row is perturbed bit by bit, one uniform
+#: per column: about p·length flips would each cost more than a uniform does.
+DENSE_FLIP = 0.1
 
 
 @dataclass(frozen=True)
@@ -56,25 +63,34 @@ class RandomizedResponse:
         """Perturb a 0/1 row of ``length`` bits given as the sorted ids of its 1-bits.
 
         Position ``exclude`` (a node's own diagonal entry) is not part of the row: it is never
-        reported. The distribution equals independent flipping of every other bit, but the cost
-        is O(deg + p·length): each true 1 survives with prob 1 − p; the number of zeros that
-        flip is Binomial(#zeros, p) and their positions are uniform without replacement among
-        the zeros. Returns the sorted int32 ids of the reported 1-bits.
+        reported. The distribution is independent flipping of every other bit. Below
+        p = :data:`DENSE_FLIP` the cost is O(deg + p·length): each true 1 survives with prob
+        1 − p; the number of zeros that flip is Binomial(#zeros, p) and their positions are
+        uniform without replacement among the zeros (:func:`distinct_ranks`). From
+        :data:`DENSE_FLIP` on, so many bits flip that one uniform per column is cheaper (and
+        exactly the definition). Returns the sorted int32 ids of the reported 1-bits.
         """
         ones = np.asarray(ones, dtype=np.int64)
         if exclude is not None:
             ones = ones[ones != exclude]
         p = self.p
+        if p >= DENSE_FLIP:
+            # Dense rows: one uniform per column; a 1 survives (u >= p), a 0 flips (u < p).
+            bits = rng.random(length) < p
+            bits[ones] = ~bits[ones]
+            if exclude is not None:
+                bits[exclude] = False
+            return np.flatnonzero(bits).astype(np.int32)
         survive = rng.random(ones.shape[0]) >= p
         kept = ones[survive]
         if exclude is None:
             excluded = ones
         else:
-            excluded = np.union1d(ones, np.asarray([exclude], dtype=np.int64))
+            excluded = union_ints(ones, np.asarray([exclude], dtype=np.int64))
         num_zeros = length - excluded.shape[0]
         k = int(rng.binomial(num_zeros, p)) if num_zeros > 0 else 0
         if k:
-            ranks = np.sort(rng.choice(num_zeros, size=k, replace=False, shuffle=False))
+            ranks = distinct_ranks(rng, k, num_zeros)
             # Map the rank among the zeros to a column id: skip every excluded id below it.
             below = excluded - np.arange(excluded.shape[0])
             flipped = ranks + np.searchsorted(below, ranks, side="right")
@@ -83,6 +99,60 @@ class RandomizedResponse:
         else:
             out = kept
         return out.astype(np.int32)
+
+
+#: 2^53: a float64 uniform of numpy's ``random()`` is an integer in [0, 2^53) times 2^-53.
+_TWO53 = 9007199254740992
+
+
+def ranks_from_uniforms(
+    uniforms: np.ndarray, size: int | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exactly uniform integers in [0, ``size``) from float64 uniforms of ``random()``.
+
+    Each uniform carries a 53-bit integer v exactly; v is kept when below the largest multiple
+    of ``size`` under 2^53 and reduced modulo ``size`` (rejection: no rank is more likely than
+    another, where ``floor(u * size)`` would favour some by up to one part in 2^53 / size).
+    ``size`` may be one size per uniform. Returns (ranks int64, kept: which uniforms gave one).
+    """
+    # v and every intermediate below are integers under 2^53, exact in float64: v mod size by
+    # a float quotient, corrected by one size where the division rounded across an integer.
+    v = np.asarray(uniforms, dtype=np.float64) * float(_TWO53)
+    size_int = np.asarray(size, dtype=np.int64)
+    size = size_int.astype(np.float64)
+    kept = v < ((_TWO53 // size_int) * size_int).astype(np.float64)
+    rem = v - np.floor(v / size) * size
+    rem += np.where(rem < 0, size, 0.0)
+    rem -= np.where(rem >= size, size, 0.0)
+    return rem.astype(np.int64), kept
+
+
+def distinct_ranks(
+    rng: np.random.Generator, count: int, size: int, chosen: np.ndarray | None = None
+) -> np.ndarray:
+    """``count`` distinct integers drawn uniformly from [0, ``size``), sorted (int64).
+
+    Sequential rejection sampling in blocks: draw as many ranks as are still missing (one
+    ``rng.random`` call, :func:`ranks_from_uniforms`), keep the new distinct ones, repeat. Any
+    draw that repeats a kept rank (or is rejected) is simply redrawn, so the result is a
+    uniformly random ``count``-subset, as ``Generator.choice(replace=False)`` gives, but in
+    draws a batch of nodes can make with one call each and finish together in numpy (the
+    batched client step, :func:`~ldpgraph.protocols.ldp.node_reports.rr_onebit_batch`,
+    continues from its first block through ``chosen``: the sorted distinct ranks so far).
+    """
+    chosen = np.zeros(0, dtype=np.int64) if chosen is None else chosen
+    if count > size:
+        raise ValueError(f"{count} distinct ranks wanted from only {size}")
+    while (need := count - chosen.shape[0]) > 0:
+        ranks, kept = ranks_from_uniforms(rng.random(need), size)
+        new = unique_ints(ranks[kept])
+        if chosen.shape[0]:
+            at = np.minimum(np.searchsorted(chosen, new), chosen.shape[0] - 1)
+            new = new[chosen[at] != new]
+            chosen = np.insert(chosen, np.searchsorted(chosen, new), new)
+        else:
+            chosen = new
+    return chosen
 
 
 def check_keep_probability(mu: float) -> float:

@@ -163,7 +163,10 @@ def validate_replies(
         sent = valid.nodes
     else:
         sent = np.fromiter(valid, np.int64, len(valid))
-    missing = np.setdiff1d(np.arange(num_nodes), sent)
+    absent = np.ones(num_nodes, dtype=bool)
+    sent = np.asarray(sent, dtype=np.int64)
+    absent[sent[(sent >= 0) & (sent < num_nodes)]] = False
+    missing = np.flatnonzero(absent)
     return RoundResult(valid, missing), stats
 
 

@@ -75,6 +75,7 @@ from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_l
 from ..params import Param
 from ..registry import register
 from ..rng import DEGREE, node_rng, stage_rng
+from ..sorting import union_ints
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import feature_reports
 from .hogs import reconstruct_features
@@ -234,7 +235,7 @@ def sample_distinct(
         rows = np.repeat(np.arange(counts.shape[0]), deficit)
         ranks = (rng.random(rows.shape[0]) * pools[rows]).astype(np.int64)
         ranks = np.minimum(ranks, pools[rows] - 1)
-        keys = np.unique(np.concatenate([have_rows * width + have_ranks, rows * width + ranks]))
+        keys = union_ints(have_rows * width + have_ranks, rows * width + ranks)
         have_rows, have_ranks = keys // width, keys % width
         got = np.bincount(have_rows, minlength=counts.shape[0])
         # A row draws only its deficit, so it never passes ``want``; the distinct ranks kept so

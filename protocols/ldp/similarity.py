@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from ..sorting import unique_ints
+
 _PAIR_CHUNK = 1 << 18
 #: Above this many prefix-filter candidate pairs (dense rows, e.g. 1-bit-perturbed features,
 #: where every column is frequent) the binary join switches to exact blockwise products, whose
@@ -197,7 +199,7 @@ class FeatureRows:
         lo = np.minimum(ci, cj)
         hi = np.maximum(ci, cj)
         ok = lo >= t2 * hi - 1e-9
-        key = np.unique(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
+        key = unique_ints(np.minimum(i, j)[ok] * self.num_rows + np.maximum(i, j)[ok])
         return key // self.num_rows, key % self.num_rows
 
     def block_products(self, block: int | None = None) -> Iterator[tuple[int, np.ndarray]]:

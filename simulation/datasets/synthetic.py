@@ -11,6 +11,7 @@ import numpy as np
 
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.rng import stage_rng
+from ldpgraph.protocols.sorting import union_ints
 
 from .info import DatasetError, DatasetInfo, coerce_param
 
@@ -39,7 +40,7 @@ def _sample_unique_keys(
     keys = np.zeros(0, dtype=np.int64)
     while keys.size < target:
         need = target - keys.size
-        keys = np.union1d(keys, draw(need + need // 8 + 16))
+        keys = union_ints(keys, draw(need + need // 8 + 16))
     if keys.size > target:
         keys = np.sort(rng.choice(keys, size=target, replace=False))
     return keys

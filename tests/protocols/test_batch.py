@@ -3,9 +3,10 @@
 The batched path (:func:`~ldpgraph.protocols.ldp.node_reports.rr_onebit_batch`, the default
 ``client_step_batch``) must give exactly what ``client_step`` gives node by node, since stored
 fingerprints and the local = Flower equality rest on it. The checks below compare every byte
-of every report on graphs large enough for both of numpy's sampling paths (n ≤ 10^4: a tail
-shuffle; above: Floyd's algorithm), and check the container itself: int32 indices, its Mapping
-view, its validation, concatenation and drops.
+of every report in each regime of the batched RR rows (dense rows, p ≥ DENSE_FLIP; rows whose
+first block of ranks repeats one and finish in later rounds; slices of rows and hubs in slices
+of their own), and check the container itself: int32 indices, its Mapping view, its
+validation, concatenation and drops.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 
 from ldpgraph.protocols.base import ReportSchema
 from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
-from ldpgraph.protocols.graph import Graph
+from ldpgraph.protocols.graph import Graph, canonical_edges
+from ldpgraph.protocols.ldp import node_reports
 from ldpgraph.protocols.ldp.assemble import adjacency_reports, extra_reports, feature_reports
 from ldpgraph.protocols.ldp.node_reports import rr_onebit_batch
 from ldpgraph.protocols.registry import make_protocol
@@ -65,8 +67,49 @@ def small() -> Graph:
 
 @pytest.fixture(scope="module")
 def large() -> Graph:
-    # n > 10^4: numpy's sampler without replacement switches to Floyd's algorithm.
+    # n > 10^4: long rows of zeros; first blocks of ranks with and without repeats.
     return synthetic_graph(n=12_000, avg_degree=10.0, d=16, seed=3)
+
+
+# -- RR rows ---------------------------------------------------------------------------------
+
+
+def hub_graph() -> Graph:
+    """n = 600: a hub joined to half the graph, isolated nodes, the rest sparse."""
+    rng = np.random.default_rng(5)
+    pairs = rng.integers(0, 560, size=(1500, 2))
+    hub = np.stack([np.zeros(300, np.int64), rng.choice(np.arange(1, 560), 300, replace=False)], 1)
+    edges = canonical_edges(np.concatenate([pairs, hub]), 600)
+    return Graph("hub", edges, np.zeros((600, 1), np.uint8), np.zeros(600, np.int64))
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.3, 3.0, 5.0])
+@pytest.mark.parametrize("cells", [None, 64])
+def test_batched_rr_rows_equal_perturb_row(monkeypatch, eps, cells):
+    """Every regime of the batched RR rows gives perturb_row's row byte for byte: dense rows
+    (ε = 0.5), later rounds after repeated ranks (ε = 2.3, 3: ~55 and ~28 flips among 600),
+    few flips (ε = 5); whole batches and slices of at most 64 cells (a hub alone)."""
+    if cells is not None:
+        monkeypatch.setattr(node_reports, "_RANK_CELLS", cells)
+    graph = hub_graph()
+    nodes = np.concatenate([np.arange(600)[::-1][:300], np.arange(300)])
+    batch = NodeBatch.of_graph(graph, nodes)
+    later = []
+    real = node_reports._flipped_ranks
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        later.append(out[2].size)
+        return out
+
+    monkeypatch.setattr(node_reports, "_flipped_ranks", spy)
+    indptr, indices = node_reports._rr_rows(batch, node_reports._strict_rows(batch), 3, 11, eps)
+    for k, view in enumerate(batch.views()):
+        want = node_reports.noisy_row(view, eps, 11, 3)
+        got = indices[indptr[k] : indptr[k + 1]]
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (eps, view.node_id)
+    if eps in (2.3, 3.0):
+        assert sum(later) > 0  # some rows did finish in later rounds
 
 
 # -- streams ---------------------------------------------------------------------------------

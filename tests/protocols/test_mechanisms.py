@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.mechanisms import (
+    DENSE_FLIP,
     OneBit,
     RandomizedResponse,
+    distinct_ranks,
     flip_probability,
+    ranks_from_uniforms,
 )
 from ldpgraph.protocols.rng import ADJACENCY, node_rng
 
@@ -36,7 +39,7 @@ def test_rr_dense_flip_rate(eps):
     assert not inside(flips, n, 1.1 / (math.exp(eps) + 1))  # a wrong probability fails
 
 
-@pytest.mark.parametrize("eps", [1.0, 3.0])
+@pytest.mark.parametrize("eps", [1.0, 2.5, 3.0])  # 1.0: dense rows (p >= DENSE_FLIP)
 def test_rr_sparse_rates_and_uniform_positions(eps):
     """perturb_row must equal per-bit flipping: zeros flip with p, ones survive with 1−p,
     flipped positions uniform over the zeros, the excluded diagonal never reported."""
@@ -115,3 +118,36 @@ def test_bad_epsilon(bad):
         RandomizedResponse(bad)
     with pytest.raises(ValueError, match="epsilon"):
         flip_probability(bad)
+
+
+def test_dense_threshold_splits_the_test_cases():
+    assert RandomizedResponse(1.0).p >= DENSE_FLIP > RandomizedResponse(2.5).p
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 99_989, 2**31 - 1])
+def test_ranks_from_uniforms_are_the_53_bit_integers_mod_size(size):
+    """Exact: the float path equals integer arithmetic on the uniform's 53 bits, the edges of
+    [0, 1) included, and the rejection keeps exactly v < the largest multiple of size."""
+    u = np.random.default_rng(3).random(200_000)
+    u[:4] = [0.0, 1 - 2**-53, 2**-53, 0.5]
+    ranks, kept = ranks_from_uniforms(u, size)
+    v = (u * 2.0**53).astype(np.int64)
+    assert np.array_equal(ranks, v % size)
+    assert np.array_equal(kept, v < (2**53 // size) * size)
+
+
+def test_distinct_ranks_uniform_subsets():
+    """count distinct sorted ranks in range; over many draws every rank is equally likely
+    (chi-square, 99.9%), also when most of the range is taken (many later rounds)."""
+    for count, size, reps in ((5, 40, 40_000), (36, 40, 10_000)):
+        hits = np.zeros(size, dtype=np.int64)
+        for k in range(reps):
+            r = distinct_ranks(node_rng(2, k, 0, ADJACENCY), count, size)
+            assert r.size == count and np.all(np.diff(r) > 0) and 0 <= r[0] and r[-1] < size
+            hits[r] += 1
+        exp = reps * count / size
+        chi2 = float(((hits - exp) ** 2 / exp).sum())
+        df = size - 1
+        assert chi2 < df + Z999 * math.sqrt(2 * df) * 1.2
+    with pytest.raises(ValueError, match="distinct"):
+        distinct_ranks(np.random.default_rng(0), 5, 4)
