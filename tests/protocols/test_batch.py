@@ -172,7 +172,7 @@ def test_batched_reports_are_byte_identical(small, name, params):
 
 
 @pytest.mark.parametrize("name", ["hogs", "blink-hard"])
-def test_batched_reports_are_byte_identical_on_floyds_path(large, name):
+def test_batched_reports_are_byte_identical_on_long_rows(large, name):
     proto = make_protocol(name, epsilon=6.0)
     # A scattered subset (a guard refused the others), and a later round.
     nodes = np.flatnonzero(np.random.default_rng(1).random(large.num_nodes) < 0.25)
