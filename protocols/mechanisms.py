@@ -81,24 +81,43 @@ class RandomizedResponse:
             if exclude is not None:
                 bits[exclude] = False
             return np.flatnonzero(bits).astype(np.int32)
-        survive = rng.random(ones.shape[0]) >= p
-        kept = ones[survive]
-        if exclude is None:
-            excluded = ones
-        else:
-            excluded = union_ints(ones, np.asarray([exclude], dtype=np.int64))
-        num_zeros = length - excluded.shape[0]
-        k = int(rng.binomial(num_zeros, p)) if num_zeros > 0 else 0
-        if k:
-            ranks = distinct_ranks(rng, k, num_zeros)
-            # Map the rank among the zeros to a column id: skip every excluded id below it.
-            below = excluded - np.arange(excluded.shape[0])
-            flipped = ranks + np.searchsorted(below, ranks, side="right")
-            out = np.concatenate([kept, flipped])
-            out.sort()
-        else:
-            out = kept
-        return out.astype(np.int32)
+        return _sparse_row(ones, length, rng, exclude, p)
+
+
+def _sparse_row(
+    ones: np.ndarray,
+    length: int,
+    rng: np.random.Generator,
+    exclude: int | None,
+    p: float,
+    keep: tuple[float, np.random.Generator] | None = None,
+) -> np.ndarray:
+    """RR's row below DENSE_FLIP (``ones`` without ``exclude``): :meth:`RandomizedResponse.
+    perturb_row`. With ``keep = (μ, keep_rng)`` each reported 1 is then kept with probability
+    μ, drawn lazily (:meth:`AsymmetricRR.perturb_row`): a true 1 is kept when it survived
+    RR and a keep uniform on ``keep_rng`` is < μ; of the k flipped zeros, Binomial(k, μ) are
+    kept (on ``keep_rng``), and only their positions are drawn, a uniform subset as the kept
+    part of a uniform k-subset is."""
+    survive = rng.random(ones.shape[0]) >= p
+    if exclude is None:
+        excluded = ones
+    else:
+        excluded = union_ints(ones, np.asarray([exclude], dtype=np.int64))
+    num_zeros = length - excluded.shape[0]
+    k = int(rng.binomial(num_zeros, p)) if num_zeros > 0 else 0
+    if keep is not None:
+        mu, keep_rng = keep
+        survive &= keep_rng.random(ones.shape[0]) < mu
+        k = int(keep_rng.binomial(k, mu)) if k > 0 else 0
+    kept = ones[survive]
+    if not k:
+        return kept.astype(np.int32)
+    ranks = distinct_ranks(rng, k, num_zeros)
+    # Map the rank among the zeros to a column id: skip every excluded id below it.
+    below = excluded - np.arange(excluded.shape[0])
+    out = np.concatenate([kept, ranks + np.searchsorted(below, ranks, side="right")])
+    out.sort()
+    return out.astype(np.int32)
 
 
 #: 2^53: a float64 uniform of numpy's ``random()`` is an integer in [0, 2^53) times 2^-53.
@@ -181,8 +200,9 @@ class AsymmetricRR:
     dropped (sent as 0) otherwise; reported 0s stay 0.
 
     Pr[report 1 | bit 1] = (1−p)·μ and Pr[report 1 | bit 0] = p·μ with p = 1/(e^ε+1). The
-    sampling is post-processing of the RR output with randomness independent of the data, so
-    the mechanism is ε-LDP per bit, exactly as RR (the ratio of the two is still e^ε; that of
+    sampling is post-processing of the RR output with randomness independent of the data (a
+    node draws it lazily, :meth:`perturb_row`, with the same law), so the mechanism is ε-LDP
+    per bit, exactly as RR (the ratio of the two is still e^ε; that of
     the zeros, (1 − p·μ)/(1 − (1−p)·μ), is smaller). What it buys is size: a row of length n
     sends about μ·(deg + p·n) indices instead of deg + p·n.
     """
@@ -214,12 +234,27 @@ class AsymmetricRR:
         exclude: int | None = None,
         keep_rng: np.random.Generator | None = None,
     ) -> np.ndarray:
-        """:meth:`RandomizedResponse.perturb_row` with ``rng``, then :func:`keep_each` with
-        ``keep_rng`` (default: ``rng``, after the RR draws). A node passes its own two streams
-        (ADJACENCY, SAMPLING), so its RR draws equal HoGS's for the same seed. Returns the
-        sorted int32 ids of the reported 1-bits."""
-        reported = RandomizedResponse(self.epsilon).perturb_row(ones, length, rng, exclude)
-        return keep_each(reported, self.mu, rng if keep_rng is None else keep_rng)
+        """:meth:`RandomizedResponse.perturb_row` with ``rng``, then each reported 1 kept with
+        probability μ on ``keep_rng`` (default: ``rng``). A node passes its own two streams
+        (ADJACENCY, SAMPLING). Returns the sorted int32 ids of the reported 1-bits.
+
+        μ = 1 is RR itself, draw for draw (HoGS's report for the same seed). Below
+        :data:`DENSE_FLIP` the sampling is drawn lazily, at O(deg + μ·p·length): which true 1s
+        survive RR is drawn on ``rng`` as RR draws it, and each is kept with a uniform on
+        ``keep_rng``; of RR's Binomial(#zeros, p) flipped zeros, Binomial(that, μ) are kept and
+        only their positions are drawn (a uniform subset, as the kept part of RR's uniform
+        subset is). The law is RR's followed by :func:`keep_each` (tests hold both to
+        (1−p)·μ and p·μ); the flipped zeros a node drops are never drawn, which is what lets
+        10^7 nodes report at μ ≈ 0.015. From DENSE_FLIP on: RR's row, then :func:`keep_each`.
+        """
+        keep_rng = rng if keep_rng is None else keep_rng
+        rr = RandomizedResponse(self.epsilon)
+        if self.mu == 1.0 or rr.p >= DENSE_FLIP:
+            return keep_each(rr.perturb_row(ones, length, rng, exclude), self.mu, keep_rng)
+        ones = np.asarray(ones, dtype=np.int64)
+        if exclude is not None:
+            ones = ones[ones != exclude]
+        return _sparse_row(ones, length, rng, exclude, rr.p, (self.mu, keep_rng))
 
 
 @dataclass(frozen=True)

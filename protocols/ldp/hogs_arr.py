@@ -8,7 +8,9 @@ keeps each reported 1 with a public probability μ and sends it as a 0 otherwise
 under local differential privacy", USENIX Security '22, which ran it to 9·10^5 nodes). The
 sampling is post-processing of the node's own RR report with its own random stream (purpose
 SAMPLING), so ε is HoGS's: nothing is added or saved. The expected report shrinks by μ:
-μ·(deg + p·(n−1−deg)) indices per node instead of deg + p·(n−1−deg), p = 1/(e^ε_a+1).
+μ·(deg + p·(n−1−deg)) indices per node instead of deg + p·(n−1−deg), p = 1/(e^ε_a+1). A node
+draws the sampling lazily (:meth:`~ldpgraph.protocols.mechanisms.AsymmetricRR.perturb_row`):
+the positions of the flipped zeros it drops are never drawn, so its cost shrinks by μ too.
 
 The server is HoGS's with the likelihood table of a sampled bit
 (:func:`.posterior.bit_likelihoods`):
@@ -31,16 +33,18 @@ docs/reproduction/hogs-arr.md for the measurements and the τ that restores HoGS
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, LdpProtocol, RoundResult
+from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, RoundResult
+from ..batch import NodeBatch, ReportBatch
 from ..mechanisms import check_keep_probability, flip_probability
 from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .hogs import TAU, HogsParams, HogsProtocol, hogs_privacy_report
-from .node_reports import noisy_features, sampled_row
+from .node_reports import noisy_features, rr_onebit_batch, sampled_row
 
 MU = Param(
     "mu",
@@ -137,9 +141,12 @@ class HogsArrProtocol(HogsProtocol):
         feats = noisy_features(view, p.eps_features, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, adj, feats)
 
-    # HoGS's batched client step has no sampling: node by node (the base's default) instead,
-    # so a batch gives exactly this class's reports.
-    client_step_batch = LdpProtocol.client_step_batch
+    def client_step_batch(
+        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
+    ) -> ReportBatch:
+        p = self.params
+        mu = self.keep_probability(batch.num_nodes)
+        return rr_onebit_batch(batch, round_, seeds, p.eps_adjacency, p.eps_features, mu=mu)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

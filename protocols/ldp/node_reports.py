@@ -115,10 +115,12 @@ def rr_onebit_batch(
     eps_adjacency: float | None,
     eps_features: float | None,
     degree: tuple[str, float] | None = None,
+    mu: float = 1.0,
 ) -> ReportBatch:
     """Every node's report of a round made of RR on its adjacency row (``eps_adjacency``;
-    None: no adjacency), 1-bit features (``eps_features``; None: none) and, optionally, its
-    noisy degree as the extra field ``degree = (name, ε)``: the reports :func:`noisy_row`,
+    None: no adjacency; ``mu`` < 1: asymmetric RR, each reported 1 kept with μ), 1-bit
+    features (``eps_features``; None: none) and, optionally, its noisy degree as the extra
+    field ``degree = (name, ε)``: the reports :func:`noisy_row` (:func:`sampled_row`),
     :func:`noisy_features` and :func:`noisy_degree` make node by node, byte for byte.
 
     Args:
@@ -134,9 +136,10 @@ def rr_onebit_batch(
     indptr = indices = None
     if eps_adjacency is not None:
         strict = _strict_rows(batch)
-        if strict is None:
-            return _reference_batch(batch, round_, seeds, eps_adjacency, eps_features, degree)
-        indptr, indices = _rr_rows(batch, strict, round_, seeds, eps_adjacency)
+        dense_sampled = mu < 1.0 and RandomizedResponse(eps_adjacency).p >= DENSE_FLIP
+        if strict is None or dense_sampled:
+            return _reference_batch(batch, round_, seeds, eps_adjacency, eps_features, degree, mu)
+        indptr, indices = _rr_rows(batch, strict, round_, seeds, eps_adjacency, mu)
     features = None
     if eps_features is not None:
         features = _onebit_rows(batch, round_, seeds, eps_features)
@@ -172,13 +175,18 @@ def _rr_rows(
     round_: int,
     seeds: int | Sequence[int],
     epsilon: float,
+    mu: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`RandomizedResponse.perturb_row` of every row: the same draws on each node's
-    stream (survival uniforms, the binomial count, the blocks of :func:`distinct_ranks`), the
-    same mapping. Per node only the draws are Python calls; the rest is numpy on the batch."""
+    """:meth:`RandomizedResponse.perturb_row` of every row (``mu`` < 1: :meth:`AsymmetricRR.
+    perturb_row`, sparse rows): the same draws on each node's streams (survival uniforms, the
+    binomial count, with μ the keep uniforms and the kept count on SAMPLING, the blocks of
+    :func:`distinct_ranks`), the same mapping. Per node only the draws are Python calls; the
+    rest is numpy on the batch."""
     m, n = len(batch), batch.num_nodes
     p = RandomizedResponse(epsilon).p
     if p >= DENSE_FLIP:
+        if mu < 1.0:
+            raise ValueError("sampled dense rows are made node by node (_reference_batch)")
         return _dense_rr_rows(batch, strict, round_, seeds, p)
     ptr, ones = strict
     deg = np.diff(ptr)
@@ -197,6 +205,16 @@ def _rr_rows(
             nz = zeros_of[k]
             count_list.append(int(rng.binomial(nz, p)) if nz > 0 else 0)
             gens.append(rng)
+    reports = survival >= p
+    if mu < 1.0:  # asymmetric RR: keep uniforms and kept counts on each node's SAMPLING stream
+        keep = np.empty(ones.size, dtype=np.float64)
+        sampling = _streams(seeds, batch.nodes, round_, SAMPLING)
+        for k in range(m):
+            krng = sampling(k)
+            krng.random(out=keep[starts[k] : starts[k + 1]])
+            c = count_list[k]
+            count_list[k] = int(krng.binomial(c, mu)) if c > 0 else 0
+        reports &= keep < mu
     counts = np.asarray(count_list, dtype=np.int64)
     # A row's excluded ids (its neighbours, sorted, with itself put in place), for each the
     # number of zeros below it (``below`` of perturb_row) and what the row reports there:
@@ -205,7 +223,7 @@ def _rr_rows(
     own = np.arange(m, dtype=np.int64) * (n + 1) + batch.nodes
     at = np.searchsorted(key, own)
     key = np.insert(key, at, own)
-    reported = np.insert(np.where(survival >= p, ones, _PAD).astype(np.int32), at, _PAD)
+    reported = np.insert(np.where(reports, ones, _PAD).astype(np.int32), at, _PAD)
     ex_ptr = ptr + np.arange(m + 1, dtype=np.int64)
     ex_rows = np.repeat(np.arange(m, dtype=np.int64), deg + 1)
     below = (key - ex_rows * (n + 1) - (np.arange(key.size) - ex_ptr[ex_rows])).astype(np.int32)
@@ -227,7 +245,7 @@ def _rr_rows(
         lo = hi
     indptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    indptr[1:] += np.cumsum(np.bincount(rows[survival >= p], minlength=m))
+    indptr[1:] += np.cumsum(np.bincount(rows[reports], minlength=m))
     indices = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
     return indptr, indices
 
@@ -415,15 +433,21 @@ def _reference_batch(
     eps_adjacency: float | None,
     eps_features: float | None,
     degree: tuple[str, float] | None,
+    mu: float = 1.0,
 ) -> ReportBatch:
     """The batch made node by node with the reference functions (rows that are not strictly
-    increasing: the batched path assumes sorted, duplicate-free rows)."""
+    increasing: the batched path assumes sorted, duplicate-free rows; dense sampled rows)."""
     from ..types import Report
 
     reports = []
     for k, view in enumerate(batch.views()):
         seed = int(seeds) if isinstance(seeds, int | np.integer) else int(seeds[k])
-        adj = None if eps_adjacency is None else noisy_row(view, eps_adjacency, seed, round_)
+        if eps_adjacency is None:
+            adj = None
+        elif mu < 1.0:
+            adj = sampled_row(view, eps_adjacency, mu, seed, round_)
+        else:
+            adj = noisy_row(view, eps_adjacency, seed, round_)
         feats = None if eps_features is None else noisy_features(view, eps_features, seed, round_)
         extras = {}
         if degree is not None:

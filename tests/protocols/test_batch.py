@@ -156,7 +156,8 @@ PROTOCOLS = [
     ("features-only", {"epsilon": 2.0}),
     ("solitude", {"epsilon": 4.0}),
     ("ldpgen", {"epsilon": 4.0}),  # the default client_step_batch (a loop)
-    ("hogs-arr", {"epsilon": 4.0, "mu": 0.5}),  # a HoGS subclass that must not take HoGS's path
+    ("hogs-arr", {"epsilon": 4.0, "mu": 0.5}),  # sparse rows, sampled lazily on SAMPLING
+    ("hogs-arr", {"epsilon": 1.0, "mu": 0.5}),  # dense rows: RR's row, then keep_each
     ("hogs-kprop", {"epsilon": 4.0}),
 ]
 

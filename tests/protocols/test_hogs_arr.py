@@ -21,7 +21,7 @@ from ldpgraph.protocols.ldp.posterior import (
     similarity_threshold,
 )
 from ldpgraph.protocols.ldp.similarity import FeatureRows
-from ldpgraph.protocols.mechanisms import AsymmetricRR, flip_probability, keep_each
+from ldpgraph.protocols.mechanisms import DENSE_FLIP, AsymmetricRR, flip_probability, keep_each
 from ldpgraph.protocols.registry import ProtocolParameterError, make_protocol
 from ldpgraph.protocols.types import NodeView
 
@@ -89,9 +89,44 @@ def test_client_reports_one_with_the_sampled_rr_law(eps, mu):
     assert not lo1 <= 1 - p <= hi1
 
 
+@pytest.mark.parametrize("mu", [0.4, 0.05])
+def test_sparse_rows_keep_the_sampled_rr_law(mu):
+    """Below DENSE_FLIP the sampling is drawn lazily (only the kept flips' positions): the
+    law is still (1−p)μ on edges and pμ on non-edges, and a wrong μ or p is rejected."""
+    proto = arr(6.0, mu, feature_share=0.5)  # ε_a = 3: p = 0.047, sparse rows
+    p = flip_probability(proto.params.eps_adjacency)
+    assert p < DENSE_FLIP
+    k1, n1, k0, n0 = report_rates(proto, draws=2000)
+    lo1, hi1 = binomial_interval(k1, n1)
+    lo0, hi0 = binomial_interval(k0, n0)
+    assert lo1 <= (1 - p) * mu <= hi1 and lo0 <= p * mu <= hi0
+    for wrong_mu in (0.9 * mu, 1.1 * mu):
+        assert not (lo1 <= (1 - p) * wrong_mu <= hi1 and lo0 <= p * wrong_mu <= hi0)
+    q = flip_probability(proto.params.eps_adjacency - 0.25)
+    assert not (lo1 <= (1 - q) * mu <= hi1 and lo0 <= q * mu <= hi0)
+
+
+def test_sparse_rows_keep_only_true_ones_that_survived_hogs_rr():
+    """The true 1s a sparse ARR row reports are among those HoGS's RR kept for the same seed
+    (the same survival draws on ADJACENCY), and about μ of them."""
+    g = random_graph(300, 8, seed=3)
+    kept = total = 0
+    for view in views(g)[:200]:
+        true = set(np.asarray(view.neighbors).tolist())
+        full = HogsProtocol(HogsParams(8.0)).client_step(0, view, {}, 9).adjacency
+        sampled = arr(8.0, 0.4).client_step(0, view, {}, 9).adjacency
+        full_true = [v for v in full.tolist() if v in true]
+        sampled_true = [v for v in sampled.tolist() if v in true]
+        assert set(sampled_true) <= set(full_true)
+        kept += len(sampled_true)
+        total += len(full_true)
+    lo, hi = binomial_interval(kept, total)
+    assert lo <= 0.4 <= hi
+
+
 def test_arr_report_is_a_sample_of_the_hogs_report():
-    """The RR draws are HoGS's (same ADJACENCY stream); the sampling only removes 1s, and
-    removes each with probability 1 − μ."""
+    """Dense rows (p >= DENSE_FLIP): the RR draws are HoGS's (same ADJACENCY stream); the
+    sampling only removes 1s, and removes each with probability 1 − μ."""
     g = random_graph(300, 8, seed=3)
     kept = total = 0
     for view in views(g)[:60]:
