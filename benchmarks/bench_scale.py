@@ -71,7 +71,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
 
     config = RunConfig(
         dataset=spec(n, args),
-        protocol="hogs",
+        protocol=args.protocol,
         epsilon=args.epsilon,
         feature_share=args.feature_share,
         tau=args.tau,
@@ -91,7 +91,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         prepared = pipeline.prepare(config)
     graph, split = prepared.graph, prepared.split
     rec.update(edges=graph.num_edges, d=graph.num_features)
-    protocol = make_protocol("hogs", **config.protocol_params())
+    protocol = make_protocol(args.protocol, **config.protocol_params())
     curator = pipeline.curator_view(graph, False, split, config.device)
     settings = config.node_settings()
     batched = mode == "new"
@@ -113,6 +113,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         rec["collect_s"] = round(timings["collect"], 3)
         rec["reconstruct_s"] = round(timings["reconstruct"], 3)
         rec["synthetic_edges"] = release.num_edges
+        rec["mu"] = release.stats.get("mu")
         if mode == "new" and args.stages == "all":
             with sampled(rec, "train"):
                 sections, _ = pipeline.evaluate(config, prepared.original, split, release)
@@ -224,6 +225,8 @@ def print_table(rows: list[dict], header: bool = True) -> None:
         measured = r["mode"] == "new" and scan and r.get("reconstruct_s") is not None
         ratio = f"{c_r / scan:>9.1f}x" if measured else f"{'-':>10}"
         workers = r.get("workers", "-")
+        if r.get("mu") is not None and r["mu"] < 1:
+            print(f"{'':>9} hogs-arr: μ = {r['mu']:.4g} (each reported 1 kept with μ)")
         print(
             f"{r['n']:>9} {r['mode']:<8} {workers:>7} {r.get('reported_ones', 0):>12} "
             + f"{fmt(stages[0])} {fmt(r.get('collect_cpu_s'))} "
@@ -239,6 +242,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument(
+        "--protocol",
+        choices=("hogs", "hogs-arr"),
+        default="hogs",
+        help="hogs-arr: asymmetric RR, μ from its default report cap (5·10^8 noise 1s in all)",
+    )
     ap.add_argument("--epsilon", type=float, default=16.0)
     ap.add_argument("--feature-share", type=float, default=0.5, help="ε_f = share·ε (δ)")
     ap.add_argument("--tau", type=float, default=0.5)
@@ -278,7 +287,7 @@ def main() -> None:
     rows: list[dict] = []
     if not args.json:
         print(
-            f"HoGS, local backend, ε = {args.epsilon:g} (split {args.feature_share:g}), "
+            f"{args.protocol}, local backend, ε = {args.epsilon:g} (split {args.feature_share:g}), "
             f"d = {args.d}, avg degree {args.avg_degree:g}, {args.epochs} epochs on "
             f"{args.device}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
             flush=True,

@@ -13,6 +13,7 @@ noisy features are near-duplicates, which an exact high-threshold similarity joi
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Sequence
@@ -44,6 +45,8 @@ from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs, row_blocks
 from .similarity import FeatureRows
+
+log = logging.getLogger("ldpgraph.hogs")
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5
@@ -129,6 +132,12 @@ def reconstruct_topology(
     t_join = min(thresholds) if thresholds else None
     candidates = []
     if t_join is not None and features.joins_blockwise(t_join):
+        if n >= 100_000:
+            log.warning(
+                "HoGS: the similarity join (threshold %.3f) must compare all %.3g pairs of "
+                "the %d feature rows (too dense for prefix filtering): %.3g multiply-adds",
+                t_join, n * (n - 1) / 2, n, n * (n - 1) / 2 * features.dim,
+            )  # fmt: skip
         found_i: list[np.ndarray] = []
         found_j: list[np.ndarray] = []
         for a, dots in features.block_products():

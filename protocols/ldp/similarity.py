@@ -23,8 +23,10 @@ _PAIR_CHUNK = 1 << 18
 PREFIX_PAIR_BUDGET = 1 << 25
 #: How much below t the blockwise filter admits pairs (float32 rounding); candidates are verified.
 _JOIN_SLACK = 1e-5
-#: Rows per block of the all-pairs products (one block: this many rows × n floats).
+#: Rows per block of the all-pairs products (one block: this many rows × n floats), at most.
 JOIN_BLOCK_ROWS = 1024
+#: Bytes of one block of products: fewer rows a block when n is large (n = 10^7: 26 rows).
+JOIN_BLOCK_BYTES = 1 << 30
 
 
 class FeatureRows:
@@ -209,7 +211,8 @@ class FeatureRows:
         0/1 rows multiply as dense float32 on BLAS (every core): the dots are integer counts
         below 2^24, so they are exact; real rows multiply in float64.
         """
-        block = JOIN_BLOCK_ROWS if block is None else block
+        if block is None:
+            block = max(1, min(JOIN_BLOCK_ROWS, JOIN_BLOCK_BYTES // (4 * max(self.num_rows, 1))))
         x = self._csr.toarray().astype(np.float32) if self.binary else self.dense
         for start in range(0, self.num_rows, block):
             yield start, x[start : start + block] @ x[start:].T
