@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,6 +48,8 @@ from .reported_pairs import PairBlock, ReportedPairs, row_blocks
 from .similarity import FeatureRows
 
 log = logging.getLogger("ldpgraph.hogs")
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
 FR_THRESHOLD = 0.5
@@ -106,9 +109,18 @@ def reconstruct_topology(
         blk.start.. with rows blk.start.. (from ``features.block_products``), else each pair's
         cosine is computed on its own."""
         nonlocal n_reported
+        ri, rj, prob = scored(blk, dots)
+        n_reported += blk.i.size
+        parts_i.append(ri)
+        parts_j.append(rj)
+        parts_p.append(prob)
+
+    def scored(
+        blk: PairBlock, dots: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One block's reported pairs with P_ij >= threshold: (i, j, P_ij)."""
         ri, rj = blk.i, blk.j
         ones = blk.ones.astype(np.int64)
-        n_reported += ri.size
         nobs = observed[ri].astype(np.int64) + observed[rj]
         if dots is None:
             s = features.cosine(ri, rj)
@@ -117,9 +129,11 @@ def reconstruct_topology(
             s = features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
         prob = posterior(s, ones, nobs - ones, p, mu)
         keep = prob >= threshold
-        parts_i.append(ri[keep])
-        parts_j.append(rj[keep])
-        parts_p.append(prob[keep])
+        return ri[keep], rj[keep], prob[keep]
+
+    def scored_rows(bounds: tuple[int, int]) -> tuple[int, tuple[np.ndarray, ...]]:
+        blk = pairs.rows(*bounds)
+        return blk.i.size, scored(blk)
 
     # Pairs with no reported 1 pass only if their features are near-duplicates.
     n_obs = int(observed.sum())
@@ -150,8 +164,13 @@ def reconstruct_topology(
             found_j.append(cj[keep])
         candidates.append((np.concatenate(found_i), np.concatenate(found_j)))
     else:
-        for blk in pairs.blocks(block_entries, block_rows):
-            score_reported(blk)
+        # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
+        bounds = list(pairs.block_bounds(block_entries, block_rows))
+        for size, (ri, rj, prob) in threaded_in_order(scored_rows, bounds):
+            n_reported += size
+            parts_i.append(ri)
+            parts_j.append(rj)
+            parts_p.append(prob)
         if t_join is not None:
             candidates.append(features.threshold_join(t_join))
     if n_miss >= 2:
@@ -179,6 +198,32 @@ def reconstruct_topology(
         "kept_pairs": int(key.size),
     }
     return TopologyResult(key // n, key % n, pr[first], stats)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def threaded_in_order(
+    fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
+) -> Iterator[R]:
+    """``map(fn, items)`` on ``workers`` threads (default: every usable core), results in
+    order, at most two per thread in flight (a block's intermediates stay bounded)."""
+    workers = min(len(items), usable_cores() if workers is None else workers)
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
@@ -274,8 +319,7 @@ def _average_blocks(
             agg = part @ np.asarray(src[needed], dtype=np.float64)
         dst[a:b] = np.where(has[a:b, None], agg / denom[a:b, None], own)
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = min(len(bounds), cores or 1)
+    workers = min(len(bounds), usable_cores())
     if workers <= 1:
         for bound in bounds:
             one(bound)

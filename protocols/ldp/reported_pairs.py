@@ -112,7 +112,7 @@ class ReportedPairs:
         for a, b in row_blocks(indptr, regroup):
             rows, cols = self._entries(a, b)
             low = cols < rows
-            np.add.at(counts, cols[low], 1)
+            counts += np.bincount(cols[low], minlength=n)
         self.lower_indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=self.lower_indptr[1:])
         idx_dtype = np.int32 if n <= np.iinfo(np.int32).max else np.int64

@@ -49,7 +49,7 @@ class FeatureRows:
             self.words = np.ascontiguousarray(packed).view(np.uint64)
             self.counts = xb.sum(axis=1, dtype=np.int64)
             self.norm = np.sqrt(self.counts.astype(np.float64))
-            self._csr = sp.csr_matrix(xb)
+            self._csr_cache: sp.csr_matrix | None = None
         else:
             self.dense = np.asarray(x, dtype=np.float64)
             self.norm = np.sqrt(np.einsum("ij,ij->i", self.dense, self.dense))
@@ -61,8 +61,14 @@ class FeatureRows:
             a = i[start : start + _PAIR_CHUNK]
             b = j[start : start + _PAIR_CHUNK]
             if self.binary:
-                both = np.bitwise_and(self.words[a], self.words[b])
-                out[start : start + a.shape[0]] = np.bitwise_count(both).sum(axis=1)
+                both = self.words[a]
+                np.bitwise_and(both, self.words[b], out=both)
+                ones = np.bitwise_count(both)
+                # Word by word: numpy reduces a short inner axis (d/64 words) slowly.
+                acc = out[start : start + a.shape[0]]
+                acc[:] = ones[:, 0] if ones.shape[1] else 0
+                for k in range(1, ones.shape[1]):
+                    acc += ones[:, k]
             else:
                 out[start : start + a.shape[0]] = np.einsum(
                     "ij,ij->i", self.dense[a], self.dense[b]
@@ -156,6 +162,17 @@ class FeatureRows:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
 
+    def _bits(self) -> np.ndarray:
+        """The 0/1 rows again (uint8, n × d), unpacked from ``words``."""
+        return np.unpackbits(self.words.view(np.uint8), axis=1)[:, : self.dim]
+
+    @property
+    def _csr(self) -> sp.csr_matrix:
+        """The 0/1 rows as CSR, built on first use (only the prefix join reads it)."""
+        if self._csr_cache is None:
+            self._csr_cache = sp.csr_matrix(self._bits())
+        return self._csr_cache
+
     def _prefix_join(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         csr = self._csr
         counts = self.counts
@@ -213,7 +230,7 @@ class FeatureRows:
         """
         if block is None:
             block = max(1, min(JOIN_BLOCK_ROWS, JOIN_BLOCK_BYTES // (4 * max(self.num_rows, 1))))
-        x = self._csr.toarray().astype(np.float32) if self.binary else self.dense
+        x = self._bits().astype(np.float32) if self.binary else self.dense
         for start in range(0, self.num_rows, block):
             yield start, x[start : start + block] @ x[start:].T
 
