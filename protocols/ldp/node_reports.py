@@ -24,6 +24,7 @@ from ..mechanisms import (
     AsymmetricRR,
     OneBit,
     RandomizedResponse,
+    check_keep_probability,
     ranks_from_uniforms,
 )
 from ..rng import (
@@ -135,9 +136,11 @@ def rr_onebit_batch(
     nodes = batch.nodes
     indptr = indices = None
     if eps_adjacency is not None:
+        check_keep_probability(mu)  # as a node refuses μ outside (0, 1]
         strict = _strict_rows(batch)
         dense_sampled = mu < 1.0 and RandomizedResponse(eps_adjacency).p >= DENSE_FLIP
-        if strict is None or dense_sampled:
+        # The slices sort 2·rank + 1 in int32: ranks (and ids) must stay below 2^30.
+        if strict is None or dense_sampled or n > _MAX_SLICED_NODES:
             return _reference_batch(batch, round_, seeds, eps_adjacency, eps_features, degree, mu)
         indptr, indices = _rr_rows(batch, strict, round_, seeds, eps_adjacency, mu)
     features = None
@@ -153,6 +156,9 @@ def rr_onebit_batch(
 #: Cells (rows × widest first block) of one pass over the batch's first blocks of ranks.
 _RANK_CELLS = 1 << 21
 _NO_RANK = np.iinfo(np.int32).max
+#: Largest n the 2-D slices serve (they sort 2·rank + 1 in int32); larger graphs are made node
+#: by node (int32 report ids reach 2^31 − 1).
+_MAX_SLICED_NODES = 1 << 30
 
 
 @contextmanager
@@ -209,11 +215,12 @@ def _rr_rows(
     if mu < 1.0:  # asymmetric RR: keep uniforms and kept counts on each node's SAMPLING stream
         keep = np.empty(ones.size, dtype=np.float64)
         sampling = _streams(seeds, batch.nodes, round_, SAMPLING)
-        for k in range(m):
-            krng = sampling(k)
-            krng.random(out=keep[starts[k] : starts[k + 1]])
-            c = count_list[k]
-            count_list[k] = int(krng.binomial(c, mu)) if c > 0 else 0
+        with _collector_paused():
+            for k in range(m):
+                krng = sampling(k)
+                krng.random(out=keep[starts[k] : starts[k + 1]])
+                c = count_list[k]
+                count_list[k] = int(krng.binomial(c, mu)) if c > 0 else 0
         reports &= keep < mu
     counts = np.asarray(count_list, dtype=np.int64)
     # A row's excluded ids (its neighbours, sorted, with itself put in place), for each the

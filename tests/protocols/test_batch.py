@@ -112,6 +112,28 @@ def test_batched_rr_rows_equal_perturb_row(monkeypatch, eps, cells):
         assert sum(later) > 0  # some rows did finish in later rounds
 
 
+def test_rows_of_graphs_past_2_to_the_30_are_made_node_by_node():
+    """The 2-D slices sort 2·rank + 1 in int32; a graph of more than 2^30 nodes takes the
+    node-by-node path, and its rows are perturb_row's (ids near 2^31 included)."""
+    n = 2**31 - 16
+    batch = NodeBatch(
+        np.array([5, 7]), np.array([0, 2, 2]), np.array([3, 2**30 + 5], np.int32),
+        np.zeros((2, 1), np.uint8), n,
+    )  # fmt: skip
+    got = rr_onebit_batch(batch, 0, 1, 19.0, None)
+    for k, view in enumerate(batch.views()):
+        want = node_reports.noisy_row(view, 19.0, 1, 0)
+        assert got.indices[got.indptr[k] : got.indptr[k + 1]].tobytes() == want.tobytes()
+        assert want.size > 1 and want.max() >= 2**30
+
+
+@pytest.mark.parametrize("mu", [0.0, 1.5, float("nan")])
+def test_the_batched_step_refuses_mu_outside_0_1(small, mu):
+    batch = NodeBatch.of_graph(small, np.arange(50))
+    with pytest.raises(ValueError, match="mu must be in"):
+        rr_onebit_batch(batch, 0, 1, 4.0, None, mu=mu)
+
+
 # -- streams ---------------------------------------------------------------------------------
 
 
