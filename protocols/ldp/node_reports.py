@@ -138,9 +138,8 @@ def rr_onebit_batch(
     if eps_adjacency is not None:
         check_keep_probability(mu)  # as a node refuses μ outside (0, 1]
         strict = _strict_rows(batch)
-        dense_sampled = mu < 1.0 and RandomizedResponse(eps_adjacency).p >= DENSE_FLIP
         # The slices sort 2·rank + 1 in int32: ranks (and ids) must stay below 2^30.
-        if strict is None or dense_sampled or n > _MAX_SLICED_NODES:
+        if strict is None or n > _MAX_SLICED_NODES:
             return _reference_batch(batch, round_, seeds, eps_adjacency, eps_features, degree, mu)
         indptr, indices = _rr_rows(batch, strict, round_, seeds, eps_adjacency, mu)
     features = None
@@ -191,9 +190,19 @@ def _rr_rows(
     m, n = len(batch), batch.num_nodes
     p = RandomizedResponse(epsilon).p
     if p >= DENSE_FLIP:
-        if mu < 1.0:
-            raise ValueError("sampled dense rows are made node by node (_reference_batch)")
-        return _dense_rr_rows(batch, strict, round_, seeds, p)
+        indptr, indices = _dense_rr_rows(batch, strict, round_, seeds, p)
+        if mu < 1.0:  # RR's rows, then keep_each on every node's SAMPLING stream
+            keep = np.empty(indices.size, dtype=np.float64)
+            sampling = _streams(seeds, batch.nodes, round_, SAMPLING)
+            starts = indptr.tolist()
+            for k in range(m):
+                sampling(k).random(out=keep[starts[k] : starts[k + 1]])
+            kept = keep < mu
+            rows = np.repeat(np.arange(m), np.diff(indptr))
+            indices = indices[kept]
+            indptr = np.zeros(m + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows[kept], minlength=m), out=indptr[1:])
+        return indptr, indices
     ptr, ones = strict
     deg = np.diff(ptr)
     rows = np.repeat(np.arange(m, dtype=np.int64), deg)
@@ -443,7 +452,7 @@ def _reference_batch(
     mu: float = 1.0,
 ) -> ReportBatch:
     """The batch made node by node with the reference functions (rows that are not strictly
-    increasing: the batched path assumes sorted, duplicate-free rows; dense sampled rows)."""
+    increasing: the batched path assumes sorted, duplicate-free rows; graphs past 2^30 nodes)."""
     from ..types import Report
 
     reports = []

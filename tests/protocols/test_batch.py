@@ -134,6 +134,20 @@ def test_the_batched_step_refuses_mu_outside_0_1(small, mu):
         rr_onebit_batch(batch, 0, 1, 4.0, None, mu=mu)
 
 
+@pytest.mark.parametrize("eps", [0.5, 3.0])
+def test_batched_sampled_rows_equal_asymmetric_rr(monkeypatch, eps):
+    """μ < 1 (hogs-arr): dense rows (RR's row, then keep_each on SAMPLING) and sparse rows
+    (the lazy sampling) are AsymmetricRR.perturb_row's, byte for byte, in slices too."""
+    monkeypatch.setattr(node_reports, "_RANK_CELLS", 64)
+    graph = hub_graph()
+    batch = NodeBatch.of_graph(graph, np.arange(600))
+    got = node_reports._rr_rows(batch, node_reports._strict_rows(batch), 2, 13, eps, 0.3)
+    indptr, indices = got
+    for k, view in enumerate(batch.views()):
+        want = node_reports.sampled_row(view, eps, 0.3, 13, 2)
+        assert indices[indptr[k] : indptr[k + 1]].tobytes() == want.tobytes(), view.node_id
+
+
 # -- streams ---------------------------------------------------------------------------------
 
 
