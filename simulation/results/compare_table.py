@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 #: The graph statistics averaged into the table's "graph MRE" column (spec 000 §6.2's).
 MRE_STATS = ("triangles", "wedges", "claws", "rede", "cpl", "diameter", "lcc")
 FAMILIES = ("graph_stats", "lp", "attack")
@@ -182,11 +184,7 @@ def plot_comparison(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> 
         ax.set_title(label)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{dataset}: local and central DP releases side by side")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def write_comparison_report(

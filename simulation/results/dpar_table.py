@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 #: Table 1's methods in the paper's column order, and their labels.
 METHODS = {
     "dpar-features": "Features",
@@ -179,11 +181,7 @@ def plot_accuracy_vs_epsilon(rows: Iterable[dict[str, Any]], dataset: str, out: 
     ax.set_title(f"DPAR, {DATASET_LABELS.get(dataset, dataset)}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def ratio_cells(rows: Iterable[dict[str, Any]], dataset: str) -> dict[tuple, dict[str, float]]:
@@ -239,11 +237,7 @@ def plot_budget_ratio(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -
     ax.set_title(f"DPAR budget ratio, {DATASET_LABELS.get(dataset, dataset)}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def write_dpar_report(rows: list[dict[str, Any]], out_dir: Path) -> tuple[list[Path], list[str]]:

@@ -26,6 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 PROTOCOLS = ("dpgvae", "dpggan")
 MODEL_LABELS = {"dpgvae": "DPGVAE", "dpggan": "DPGGAN"}
 DATASET_LABELS = {"dblp-collection": "DBLP", "imdb-collection": "IMDB"}
@@ -302,11 +304,7 @@ def plot_tc_vs_epsilon(cells: dict[tuple, dict[str, Any]], dataset: str, out: Pa
     ax.set_title(f"DPGGAN / DPGVAE, {DATASET_LABELS.get(dataset, dataset)}: Table 1 TC", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 NOTE = (

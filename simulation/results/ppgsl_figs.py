@@ -33,6 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 PROTOCOLS = ("ppgsl", "edge-random", "edgerand", "lapgraph", "none")
 #: The table's attacks (record key → label): the paper's eight and feature cosine.
 ATTACKS = {
@@ -377,11 +379,7 @@ def plot_frontier(cells: dict[tuple, dict[str, Any]], dataset: str, view: str, o
         fontsize=10,
     )
     rows = math.ceil(len(handles) / 4)
-    fig.tight_layout(rect=(0, 0.04 + 0.035 * rows, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110, rect=(0, 0.04 + 0.035 * rows, 1, 1))
 
 
 NOTE = (

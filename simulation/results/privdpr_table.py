@@ -20,6 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 PROTOCOLS = ("privdpr", "dpr-nodp")
 #: The paper's statistics in its order: graph_stats key → label.
 STATS = {
@@ -227,11 +229,7 @@ def plot_figure(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> Path
         ax.set_title(f"{label} [{'KS_D' if stat == 'degree_ks' else 'MRE'}]")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(f"PrivDPR on {DATASET_LABELS.get(dataset, dataset)}: graph statistics vs ε")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def lp_markdown(rows: Iterable[dict[str, Any]]) -> str:

@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .tables import save_figure
+
 
 def _paper_numbers() -> tuple[dict, dict]:
     """The published reference numbers of ``paper_numbers.toml`` (package data, so a report
@@ -329,11 +331,7 @@ def plot_vs(
     ax.set_title(title or f"{DATASET_LABELS.get(dataset, dataset)} — {model.upper()}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_bars(agg: dict[tuple, dict], dataset: str, model: str, epsilon: float, out: Path) -> Path:
@@ -371,11 +369,7 @@ def plot_bars(agg: dict[tuple, dict], dataset: str, model: str, epsilon: float, 
     ax.grid(alpha=0.3, axis="y")
     if lines:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 #: Sweep variants named ``<prefix><value>`` (experiments/hogs-fig8.toml, hogs-fig9.toml): the
@@ -424,11 +418,7 @@ def plot_swept(
     ax.set_title(f"{DATASET_LABELS.get(dataset, dataset)} — {model.upper()}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def summary_rows(agg: dict[tuple, dict]) -> list[dict[str, Any]]:
@@ -500,31 +490,19 @@ def write_report(
             f"{counts['compared']} cells within 3 points (GCN and GraphSAGE: "
             f"{counts['within_gcn_sage']} of {counts['compared_gcn_sage']}).",
         ]
-    from .dpar_table import write_dpar_report
+    # Each paper's own report (its files and its lines of the index), in this order.
+    from . import compare_table, dpar_table, dpggan_table, ppgsl_figs, privdpr_table
 
-    dpar_written, dpar_index = write_dpar_report(all_rows, out_dir)
-    written += dpar_written
-    index += dpar_index
-    from .privdpr_table import write_privdpr_report
-
-    privdpr_written, privdpr_index = write_privdpr_report(all_rows, out_dir)
-    written += privdpr_written
-    index += privdpr_index
-    from .ppgsl_figs import write_ppgsl_report
-
-    ppgsl_written, ppgsl_index = write_ppgsl_report(all_rows, out_dir)
-    written += ppgsl_written
-    index += ppgsl_index
-    from .dpggan_table import write_dpggan_report
-
-    dpggan_written, dpggan_index = write_dpggan_report(all_rows, out_dir)
-    written += dpggan_written
-    index += dpggan_index
-    from .compare_table import write_comparison_report
-
-    compare_written, compare_index = write_comparison_report(all_rows, out_dir)
-    written += compare_written
-    index += compare_index
+    for write in (
+        dpar_table.write_dpar_report,
+        privdpr_table.write_privdpr_report,
+        ppgsl_figs.write_ppgsl_report,
+        dpggan_table.write_dpggan_report,
+        compare_table.write_comparison_report,
+    ):
+        more_written, more_index = write(all_rows, out_dir)
+        written += more_written
+        index += more_index
     for dataset in datasets:
         for model in sorted({k[2] for k in agg if k[0] == dataset and k[2] != "mlp"}):
             eps_values = sorted({k[3] for k in agg if k[0] == dataset and k[2] == model})

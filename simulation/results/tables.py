@@ -296,3 +296,15 @@ def dumps_rows(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     json.dump(rows, buf, indent=2, default=json_default, ensure_ascii=False)
     return buf.getvalue()
+
+
+def save_figure(fig, out: Path, dpi: float | None = None, rect: tuple | None = None) -> Path:
+    """Lay out ``fig``, write it to ``out`` (its folder made), close it: every report figure
+    ends this way. ``rect``: the area ``tight_layout`` may use (room for a legend below)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(**({} if rect is None else {"rect": rect}))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, **({} if dpi is None else {"dpi": dpi}))
+    plt.close(fig)
+    return out
