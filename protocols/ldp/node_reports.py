@@ -266,7 +266,9 @@ def _rr_rows(
     return indptr, indices
 
 
-_PAD = np.iinfo(np.int32).max  # odd: sorts last, and never reads as a (doubled) below entry
+#: An empty cell of the slices (the same value: odd, so it sorts last and never reads as a
+#: doubled ``below`` entry).
+_PAD = _NO_RANK
 
 
 def _reported_rows(
