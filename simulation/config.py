@@ -208,6 +208,8 @@ class RunConfig:
     # DPAR (central DP, protocols/central/dpar.py)
     # 0: the chosen protocol's own default δ (DPAR 2e-3, PrivDPR 1e-5), resolved in validate.
     delta: float = _param(0.0)
+    # "": the chosen central strategy's own default (resolved in validate, as δ's 0 is).
+    epsilon_convention: str = _param("")
     pr_share: float = _param(PR_SHARE.default)
     delta_pr_share: float = _param(DELTA_PR_SHARE.default)
     em1_value_share: float = _param(EM1_VALUE_SHARE.default)
@@ -448,6 +450,8 @@ class RunConfig:
         declared = {p.name: p for p in protocol_info(self.protocol).params}
         if "delta" in declared and self.delta == 0.0:
             self.delta = declared["delta"].default
+        if "epsilon_convention" in declared and self.epsilon_convention == "":
+            self.epsilon_convention = declared["epsilon_convention"].default
         params = self.protocol_params()
         try:
             for param in protocol_info(self.protocol).params:

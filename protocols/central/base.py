@@ -20,7 +20,23 @@ import numpy as np
 from ..base import ClientSideOf, CuratorView, RoundResult
 from ..graph import Graph
 from ..ldp.floors import NonPrivate
+from ..params import Param
 from ..types import Release
+
+#: What ``--epsilon`` means for a central strategy. ``proven``: the noise is calibrated so the
+#: bound proven for the mechanism as run (docs/privacy/<mechanism>.md) equals the request.
+#: ``paper``: the paper's own calibration, reproduced; the headline is then the proven ε of
+#: that noise (∞ where there is no proof) and the paper's figure goes beside it. One
+#: declaration; a strategy whose default differs (no proof exists yet) re-declares only the
+#: default with ``EPSILON_CONVENTION.but(default=...)``, as δ does.
+EPSILON_CONVENTION = Param(
+    "epsilon_convention",
+    str,
+    "proven",
+    "what --epsilon means: proven (noise calibrated so the proven bound equals it) or paper "
+    "(the paper's calibration; the headline is then the proven ε of that noise)",
+    choices=("proven", "paper"),
+)
 
 
 @dataclass

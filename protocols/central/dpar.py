@@ -70,7 +70,7 @@ from ..registry import register
 from ..rng import stage_rng, stage_seed
 from ..types import PrivacyReport, Release
 from .appr import ApprNoise, column_bound, dp_appr, ista_appr, sound_composition, with_self_loops
-from .base import CentralStrategy, UploadedGraph
+from .base import EPSILON_CONVENTION, CentralStrategy, UploadedGraph
 
 #: How a faithful run's strict figure is labelled: its D is read off the Π it trained on.
 INDICATIVE = "indicative: data-dependent D, no cap applied"
@@ -179,7 +179,10 @@ _COMMON = (
     INFERENCE_STEPS,
 )  # fmt: skip
 _APPR = (APPR_NODES, TOP_K, ISTA_RHO, ISTA_GAMMA, COLUMN_TAU, COLUMN_MODE, NON_APPR_ROWS)
-_DP = (DP_EPSILON, DELTA, SGD_CLIP, ACCOUNTANT_PARAM, SGD_SENSITIVITY, COLUMN_ROWS_CAP)
+_DP = (
+    DP_EPSILON, DELTA, EPSILON_CONVENTION, SGD_CLIP, ACCOUNTANT_PARAM, SGD_SENSITIVITY,
+    COLUMN_ROWS_CAP,
+)  # fmt: skip
 _DP_APPR = (PR_SHARE, DELTA_PR_SHARE)
 
 

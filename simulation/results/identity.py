@@ -50,6 +50,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "gin_epochs": 10,
     "gin_hidden": 64,
     "gin_layers": 5,
+    # Central runs before the key existed were calibrated by the paper's convention.
+    "epsilon_convention": "paper",
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing
@@ -83,6 +85,15 @@ def canonical_config(config: Any) -> dict[str, Any]:
             declared = {}
         if "delta" in declared:
             out["delta"] = declared["delta"].default
+    if out.get("epsilon_convention") == "":  # "" stands for the protocol's own convention
+        from ldpgraph.protocols import registry
+
+        try:
+            declared = {p.name: p for p in registry.protocol_info(str(out["protocol"])).params}
+        except registry.UnknownProtocolError:
+            declared = {}
+        if "epsilon_convention" in declared:
+            out["epsilon_convention"] = declared["epsilon_convention"].default
     return out
 
 

@@ -143,6 +143,8 @@ def test_run_config_has_one_field_per_parameter_at_its_declared_default():
     for name, (param, _users) in registry.parameters().items():
         if name == "delta":  # per protocol: 0 in the configuration stands for its own default
             assert defaults.delta == 0.0
+        elif name == "epsilon_convention":  # per protocol too: "" stands for its own default
+            assert defaults.epsilon_convention == ""
         elif name in keys:
             assert getattr(defaults, name) == param.default, name
         else:

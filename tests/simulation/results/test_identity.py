@@ -126,8 +126,14 @@ def test_dpar_sensitivity_keys_keep_stored_dpar_runs():
     their defaults keeps the key it had before them (golden value from the code before the
     keys); strict, or another cap, is another run."""
     golden = "b04d490e237585f0485708c5399385ca8f91f5d00cd50d79133e87851e756509"
-    dpar = cfg(protocol="dpar-gm", trust_curator=True)
-    stored = {k: v for k, v in dpar.items() if k not in ("sgd_sensitivity", "column_rows_cap")}
+    dpar = cfg(protocol="dpar-gm", trust_curator=True, epsilon_convention="paper")
+    later = ("sgd_sensitivity", "column_rows_cap", "epsilon_convention")
+    stored = {k: v for k, v in dpar.items() if k not in later}
     assert run_key(dpar) == run_key(stored) == golden
+    # The proven convention (today's default, "" resolved per protocol) calibrates other noise.
+    assert run_key({**dpar, "epsilon_convention": ""}) == run_key(
+        {**dpar, "epsilon_convention": "proven"}
+    )
+    assert run_key({**dpar, "epsilon_convention": "proven"}) != golden
     assert run_key({**dpar, "sgd_sensitivity": "strict"}) != run_key(dpar)
     assert run_key({**dpar, "column_rows_cap": 2}) != run_key(dpar)
