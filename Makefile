@@ -23,11 +23,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e .
+	$(PIP) install -q -c constraints.txt -e ".[all]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q -c constraints.txt -e ".[test,plots]"
+	$(PIP) install -q -c constraints.txt -e ".[all,test]"
 	touch $@
 
 install: $(VENV)/.installed

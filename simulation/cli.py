@@ -19,6 +19,7 @@ from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary
 
 from .config import SECTIONS, ConfigError, RunConfig, key_choices, key_help, section_of
+from .extras import MissingExtraError, missing_extra_hint, require_extra
 
 
 class UserError(Exception):
@@ -446,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Private graph learning where every graph node is a client: local DP "
         "(HoGS and baselines) and central DP under one harness.",
     )
+    from ldpgraph import __version__
+
+    parser.add_argument("--version", action="version", version=f"ldpgraph {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
     _add_datasets(sub)
@@ -653,6 +657,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .results.report import write_report
     from .results.store import ResultsStore, default_store_path
 
+    require_extra("matplotlib")
+    # The CLI writes files: no GUI backend (library code never picks one, so a notebook keeps
+    # its inline plots).
+    os.environ.setdefault("MPLBACKEND", "Agg")
     path = default_store_path(args.store)
     if not path.is_file():
         raise UserError(f"no results store at {path}")
@@ -873,13 +881,19 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
+    except ModuleNotFoundError as exc:
+        hint = missing_extra_hint(exc)
+        if hint is None or os.environ.get("LDPGRAPH_DEBUG"):
+            raise
+        print(f"ldpgraph: error: {hint}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         # Our processes are stopped by now (the backends clean up in `finally`). A Flower worker
         # thread may still sit in a Ray call and would hang the interpreter's exit: leave hard.
         print("ldpgraph: interrupted", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(130)
-    except (ValueError, OSError, UserError) as exc:
+    except (ValueError, OSError, UserError, MissingExtraError) as exc:
         # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
         if os.environ.get("LDPGRAPH_DEBUG"):
             raise

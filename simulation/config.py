@@ -540,12 +540,32 @@ class RunConfig:
                 raise ConfigError(f"{exc} (or {NO_METRICS})") from None
         else:
             self.metrics = NO_METRICS
+        self._check_extras()
         if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
                 f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
                 "trust the curator: add --trust-curator"
             )
         return self
+
+    def _check_extras(self) -> None:
+        """Refuse before any work when an optional dependency this run needs is missing,
+        naming the extra that brings it."""
+        from .extras import MissingExtraError, require_extra
+
+        needed = []
+        if self.backend in ("flower", "deploy"):
+            needed.append("flwr")
+        if self.ray_address:
+            needed.append("ray")
+        if self.split_mode == "metis":
+            needed.append("pymetis")
+        for module in needed:
+            try:
+                require_extra(module)
+            except MissingExtraError as exc:
+                local = " (or --backend local)" if module == "flwr" else ""
+                raise ConfigError(f"{exc}{local}") from None
 
     def metric_names(self) -> tuple[str, ...]:
         """The chosen metrics (none for ``--metrics none``)."""

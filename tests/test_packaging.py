@@ -26,11 +26,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("client", "server", "simulation", "protocols")
+#: The façade package: ``ldpgraph/__init__.py`` (the version), mapped onto itself.
+ROOT_PACKAGE = "ldpgraph"
 
 
 def package_folders() -> dict[str, Path]:
     """Every folder with Python modules under the four code folders, by its package name."""
-    found = {}
+    found = {ROOT_PACKAGE: Path(ROOT_PACKAGE)}
     for folder in FOLDERS:
         for py in (ROOT / folder).rglob("*.py"):
             rel = py.parent.relative_to(ROOT)
@@ -41,23 +43,26 @@ def package_folders() -> dict[str, Path]:
 
 def test_every_package_folder_is_listed_in_pyproject():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {f"ldpgraph.{f}": f for f in FOLDERS}
+    expected = {ROOT_PACKAGE: ROOT_PACKAGE, **{f"ldpgraph.{f}": f for f in FOLDERS}}
+    assert setuptools["package-dir"] == expected
     assert sorted(setuptools["packages"]) == sorted(package_folders())
 
 
 def package_data() -> set[str]:
     """The data files pyproject ships with the packages, as paths in the wheel."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = package_folders()
     return {
-        f"ldpgraph/{folders[package].as_posix()}/{name}"
+        f"{package.replace('.', '/')}/{name}"
         for package, names in setuptools.get("package-data", {}).items()
         for name in names
     }
 
 
 def test_package_data_exists():
-    assert all((ROOT / path.removeprefix("ldpgraph/")).is_file() for path in package_data())
+    folders = package_folders()
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for package, names in setuptools.get("package-data", {}).items():
+        assert all((ROOT / folders[package] / name).is_file() for name in names)
 
 
 def copy_tree(dest: Path) -> Path:
@@ -95,8 +100,8 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {n for n in names if not n.startswith("ldpgraph-")}
     expected = {
-        f"ldpgraph/{rel.as_posix()}/{py.name}"
-        for rel in package_folders().values()
+        f"{package.replace('.', '/')}/{py.name}"
+        for package, rel in package_folders().items()
         for py in (ROOT / rel).glob("*.py")
     } | package_data()
     assert modules == expected, (sorted(expected - modules), sorted(modules - expected))
@@ -127,6 +132,10 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
     assert not any("editable" in f for f in where["finders"]), where
 
     assert "usage: ldpgraph" in sh(script, "--help", cwd=elsewhere, env=env).stdout
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert sh(script, "--version", cwd=elsewhere, env=env).stdout.strip() == f"ldpgraph {version}"
+    probe = "import ldpgraph; print(ldpgraph.__version__)"
+    assert sh(python, "-c", probe, cwd=elsewhere, env=env).stdout.strip() == version
     out = sh(
         script, "run", "--dataset", "synthetic:n=200,classes=3,d=16", "--epsilon", "4",
         "--backend", "local", "--epochs", "20", "--json", "--quiet", cwd=elsewhere, env=env,

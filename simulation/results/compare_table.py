@@ -155,9 +155,6 @@ def comparison_markdown(rows: Iterable[dict[str, Any]]) -> str:
 def plot_comparison(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> Path:
     """Four panels against ε, one line per method: accuracy, graph MRE, LP AUC, max attack
     AUC (chance 0.5 dashed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     cells = comparison_cells(rows).get(dataset, {})

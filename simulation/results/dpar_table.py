@@ -139,9 +139,6 @@ def _fmt(cell: dict[str, Any]) -> str:
 def plot_accuracy_vs_epsilon(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> Path:
     """Test accuracy against the paper's ε, one line per method (final runs), the paper's
     Table 1 cells as crosses and DPARNoDP as a dashed line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     cells = table1_cells(rows)
@@ -212,9 +209,6 @@ def plot_budget_ratio(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -
     cells = ratio_cells(rows, dataset)
     if len({k[2] for k in cells}) < 2:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.6, 3.4), dpi=110)

@@ -261,9 +261,6 @@ def table2_markdown(cells: dict[tuple, dict[str, Any]], dataset: str) -> str:
 def plot_tc_vs_epsilon(cells: dict[tuple, dict[str, Any]], dataset: str, out: Path) -> Path:
     """TC error (mean |Δ| triangles per graph) against the target ε: ours one line per (model,
     rule) with the runs' std, the paper's Table 1 per model dashed with crosses."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paper = paper_tables()[0].get(dataset, {})

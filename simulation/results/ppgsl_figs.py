@@ -305,9 +305,6 @@ def plot_frontier(cells: dict[tuple, dict[str, Any]], dataset: str, view: str, o
     against NC accuracy: one line per method family joined in parameter order and annotated
     with it, the original graph as one marker, the paper's stated point as a star, and the
     chance line at 0.5."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     stated = stated_points().get(dataset)

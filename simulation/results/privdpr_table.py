@@ -194,9 +194,6 @@ def plot_figure(rows: Iterable[dict[str, Any]], dataset: str, out: Path) -> Path
     """Figs. 2-5's shape: eight panels (MRE of each statistic, degree KS) against ε, ours
     with error bars, the paper's PrivDPR as crosses, DPR (No DP) as horizontal lines (ours
     solid grey, the paper's dashed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     cells = stat_cells(rows)

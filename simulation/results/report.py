@@ -304,9 +304,6 @@ def plot_vs(
 ) -> Path:
     """Test accuracy against ε (or a swept parameter at ``x_index`` of the cell key), one line
     with error bars per method, the non-private bound and the MLP floor dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     series: dict[str, list[tuple[float, dict]]] = defaultdict(list)
@@ -337,9 +334,6 @@ def plot_vs(
 def plot_bars(agg: dict[tuple, dict], dataset: str, model: str, epsilon: float, out: Path) -> Path:
     """One bar per method at a single ε (the ablation figure), with error bars; the
     non-private bound and the MLP floor as dashed horizontal lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     bars, lines = [], []
@@ -382,9 +376,6 @@ def plot_swept(
 ) -> Path:
     """Accuracy against a swept parameter (variants ``prefix<value>``), one line per ε, the
     non-private bound dashed and the MLP floor as a band over the ε values."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     lines: dict[float, list[tuple[float, dict]]] = defaultdict(list)
