@@ -3,7 +3,9 @@
 The package's code lives in four sub-packages (``ldpgraph.protocols``: the mechanisms and
 strategies; ``ldpgraph.client`` and ``ldpgraph.server``: the Flower apps;
 ``ldpgraph.simulation``: datasets, runs, sweeps, results and the CLI). This module is the
-façade: the version, and nothing that imports torch or Flower on ``import ldpgraph``.
+façade: the version and the library's functions (``run``, ``release``, ``train``,
+``load_dataset``, ``transforms``, ``results``), loaded on first use: ``import ldpgraph``
+imports neither torch nor Flower.
 """
 
 from __future__ import annotations
@@ -20,4 +22,28 @@ try:
 except metadata.PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+#: The library's functions (name -> module), imported on first use so ``import ldpgraph``
+#: stays light; ``transforms`` and ``results`` are modules.
+_API = {
+    "run": "ldpgraph.simulation.api",
+    "release": "ldpgraph.simulation.api",
+    "train": "ldpgraph.simulation.api",
+    "load_dataset": "ldpgraph.simulation.api",
+    "RunResult": "ldpgraph.simulation.api",
+    "transforms": "ldpgraph.transforms",
+    "results": "ldpgraph.results",
+}
+_MODULES = ("transforms", "results")
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name not in _API:
+        raise AttributeError(f"module 'ldpgraph' has no attribute {name!r}")
+    module = importlib.import_module(_API[name])
+    value = module if name in _MODULES else getattr(module, name)
+    globals()[name] = value
+    return value

@@ -849,15 +849,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _use_recorded_data_root() -> None:
-    """Without $LDPGRAPH_DATA, the data root ``make`` recorded in this virtual environment
-    (datasets.recorded_data_root), exported so that worker processes see it too; --data-root
-    still wins over both."""
-    from .datasets import ENV_DATA, recorded_data_root
+    from .datasets.locations import use_recorded_data_root
 
-    if not os.environ.get(ENV_DATA):
-        root = recorded_data_root()
-        if root is not None:
-            os.environ[ENV_DATA] = str(root)
+    use_recorded_data_root()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ EXTRA_OF: dict[str, str] = {
     "psutil": "ray",
     "pymetis": "metis",
     "matplotlib": "plots",
+    "pandas": "frames",
 }
 
 #: What each extra is for, in the hint's words.
@@ -20,6 +21,7 @@ NEEDED_FOR: dict[str, str] = {
     "ray": "Ray clusters (--ray-address, sweeps on Ray)",
     "metis": "--split-mode metis",
     "plots": "figures (ldpgraph report)",
+    "frames": "results as a DataFrame (ldpgraph.results.load)",
 }
 
 

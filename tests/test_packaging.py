@@ -136,6 +136,15 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
     assert sh(script, "--version", cwd=elsewhere, env=env).stdout.strip() == f"ldpgraph {version}"
     probe = "import ldpgraph; print(ldpgraph.__version__)"
     assert sh(python, "-c", probe, cwd=elsewhere, env=env).stdout.strip() == version
+    # The core alone (no extra) releases HoGS on a PyG Data and trains on it: the example
+    # runs with every extra's modules blocked.
+    core_only = (
+        "import runpy, sys\n"
+        "for name in ('flwr', 'ray', 'matplotlib', 'pandas', 'pymetis'):\n"
+        "    sys.modules[name] = None  # import fails, find_spec says absent\n"
+        f"runpy.run_path({str(ROOT / 'examples' / 'release_pyg.py')!r}, run_name='__main__')\n"
+    )
+    assert "test accuracy" in sh(python, "-c", core_only, cwd=elsewhere, env=env).stdout
     out = sh(
         script, "run", "--dataset", "synthetic:n=200,classes=3,d=16", "--epsilon", "4",
         "--backend", "local", "--epochs", "20", "--json", "--quiet", cwd=elsewhere, env=env,

@@ -37,6 +37,16 @@ def recorded_data_root() -> Path | None:
     return Path(text) if text and Path(text).is_dir() else None
 
 
+def use_recorded_data_root() -> None:
+    """Without $LDPGRAPH_DATA, the data root ``make`` recorded in this virtual environment
+    (:func:`recorded_data_root`), exported so that worker processes see it too; --data-root
+    still wins over both. The CLI and the library (``ldpgraph.run``, ``load_dataset``) call it."""
+    if not os.environ.get(ENV_DATA):
+        root = recorded_data_root()
+        if root is not None:
+            os.environ[ENV_DATA] = str(root)
+
+
 def cache_dir() -> Path:
     """``$LDPGRAPH_CACHE``, else ``~/.cache/ldpgraph``: the only place loaders write to."""
     env = os.environ.get(ENV_CACHE, "")

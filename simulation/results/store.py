@@ -204,9 +204,14 @@ class ResultsStore:
         create: bool = True,
         timeout: float = 60.0,
         stale_after: float = DEFAULT_STALE_AFTER,
+        read_only: bool = False,
     ) -> None:
         self.path = default_store_path(path)
         self.stale_after = float(stale_after)
+        self.read_only = bool(read_only)
+        if self.read_only:
+            self._open_read_only()
+            return
         if not self.path.exists():
             if not create:
                 raise FileNotFoundError(
@@ -230,6 +235,36 @@ class ResultsStore:
         except BaseException:
             self._con.close()
             raise
+
+    def _open_read_only(self) -> None:
+        """Open for reading only: nothing is created or migrated, and a store on a read-only
+        mount (where SQLite cannot write its WAL index) is read as an immutable file."""
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no results store at {self.path}")
+        uri = self.path.resolve().as_uri()
+        last: Exception | None = None
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                self._con = sqlite3.connect(uri + query, uri=True, isolation_level=None)
+                self._check_schema()
+                return
+            except sqlite3.DatabaseError as exc:
+                self._con.close()
+                last = exc
+        raise StoreError(f"{self.path} is not a readable ldpgraph results store: {last}")
+
+    def _check_schema(self) -> None:
+        """The read-only half of :meth:`_init_schema`: an ldpgraph store of today's schema."""
+        if not {"meta", "runs"} <= self._tables():
+            raise StoreError(f"{self.path} is an SQLite file but not an ldpgraph results store")
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            found = "none" if row is None else row[0]
+            raise StoreError(
+                f"the results store {self.path} has schema version {found}; this ldpgraph reads "
+                f"{SCHEMA_VERSION} read-only (open it once writable to migrate an old one)"
+            )
+        self.schema_version = SCHEMA_VERSION
 
     # -- housekeeping --
 
