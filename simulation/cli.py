@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ldpgraph.protocols import registry
 from ldpgraph.protocols.base import FEATURE_SHARE
@@ -116,7 +116,36 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._format_action_invocation(action)
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
+def chosen_protocol(argv: list[str]) -> str:
+    """The ``--protocol`` of a ``run`` command line (the last one given), else the default:
+    ``run``'s flags and ``--help`` are that protocol's parameters only."""
+    chosen = RunConfig().protocol
+    for i, arg in enumerate(argv):
+        if arg == "--protocol" and i + 1 < len(argv):
+            chosen = argv[i + 1]
+        elif arg.startswith("--protocol="):
+            chosen = arg.partition("=")[2]
+    return chosen if chosen in registry.protocol_names() else RunConfig().protocol
+
+
+def foreign_flags(unknown: list[str], protocol: str) -> str | None:
+    """The error for flags of other protocols' parameters given to ``protocol``, if any."""
+    params = registry.parameters()
+    named = []
+    for arg in unknown:
+        name = arg.removeprefix("--").partition("=")[0].replace("-", "_")
+        if arg.startswith("--") and name in params and name not in ("epsilon",):
+            users = ", ".join(params[name][1])
+            named.append(f"--{name.replace('_', '-')} (a parameter of {users})")
+    if not named:
+        return None
+    return (
+        f"protocol {protocol!r} has no parameter {'; '.join(named)}: see "
+        f"ldpgraph run --protocol {protocol} --help"
+    )
+
+
+def _add_run(sub: argparse._SubParsersAction, protocol: str | None = None) -> None:
     p = sub.add_parser(
         "run",
         help="run one experiment",
@@ -127,9 +156,17 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         formatter_class=_HelpFormatter,
     )
     # Every configuration key is a flag, in its section's group; help and choices come from
-    # the schema (simulation/config.py) and, for protocol parameters, from the registry.
+    # the schema (simulation/config.py) and, for protocol parameters, from the registry. Of
+    # the protocols' parameters only the chosen protocol's are flags (another's is an error).
     defaults = RunConfig()
     params = protocol_help()
+    chosen = protocol or defaults.protocol
+    own = set(registry.protocol_info(chosen).param_names) | {"protocol", "epsilon"}
+    if protocol is None or protocol == defaults.protocol:
+        p.epilog = (
+            f"Protocol parameters shown: {chosen!r}'s. Another protocol's: ldpgraph run "
+            "--protocol NAME --help (ldpgraph protocols lists them)."
+        )
     groups = {}
     for name, title in SECTIONS.items():
         groups[name] = p.add_argument_group(title)
@@ -139,6 +176,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             )
     central_keys = central_only_parameters()
     for f in fields(RunConfig):
+        if section_of(f.name) == "protocol" and f.name not in own:
+            continue
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
         extra: dict[str, Any] = {}
@@ -441,8 +480,17 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class ShortErrors(argparse.ArgumentParser):
+    """An error is one line and a pointer to ``--help``, not the whole usage first (``run``
+    has over a hundred flags)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser(protocol: str | None = None) -> argparse.ArgumentParser:
+    """The CLI; ``protocol``: the run's protocol, whose parameters ``run`` takes as flags."""
+    parser = ShortErrors(
         prog="ldpgraph",
         description="Private graph learning where every graph node is a client: local DP "
         "(HoGS and baselines) and central DP under one harness.",
@@ -450,8 +498,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ldpgraph import __version__
 
     parser.add_argument("--version", action="version", version=f"ldpgraph {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_run(sub)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=ShortErrors
+    )
+    _add_run(sub, protocol)
     _add_datasets(sub)
     _add_protocols(sub)
     _add_partition(sub)
@@ -463,7 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
-    values = {f.name: getattr(args, f.name) for f in fields(RunConfig)}
+    # Flags exist for the chosen protocol's parameters only: the others keep their defaults.
+    values = {f.name: getattr(args, f.name) for f in fields(RunConfig) if hasattr(args, f.name)}
     if args.split:
         try:
             train, val = (float(v) for v in args.split.split(","))
@@ -858,9 +909,14 @@ def main(argv: list[str] | None = None) -> int:
     from .backends import flower
 
     flower.EXIT_ON_INTERRUPT = True
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
+    protocol = chosen_protocol(argv) if argv[:1] == ["run"] else None
+    parser = build_parser(protocol)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        run = parser._subparsers._group_actions[0].choices.get(args.command)
+        foreign = foreign_flags(unknown, args.protocol) if args.command == "run" else None
+        (run or parser).error(foreign or f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = argv  # the report names the command that made it
     _use_recorded_data_root()
     handlers = {

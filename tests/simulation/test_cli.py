@@ -466,19 +466,47 @@ def test_cora_hogs_fingerprint_under_the_former_defaults():
     assert release.fingerprint().startswith("f7e0276c")
 
 
+def _run_help(protocol: str | None = None) -> str:
+    parser = cli.build_parser(protocol)
+    return " ".join(parser._subparsers._group_actions[0].choices["run"].format_help().split())
+
+
 def test_run_help_lists_central_strategies_in_their_own_group():
-    """`run --help` names each privacy family with its unit, and the central strategies'
-    parameters sit in their own group, after their heading."""
-    text = " ".join(
-        cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help().split()
-    )
+    """`run --help` names each privacy family with its unit; a central strategy's parameters
+    sit in their own group, after their heading, shown when that strategy is chosen."""
+    text = _run_help("dpar-gm")
     local, central = text.index("[LOCAL DP"), text.index("[CENTRAL DP")
     assert "node-level (ε, δ)" in text[central : central + 120]
     assert local < text.index("hogs:") < central < text.index("dpar-gm:")
     group = text.index("protocol parameters of the central-DP strategies")
     assert group < text.index("--delta DELTA node") < text.index("--pr-share PR_SHARE share")
-    options = text.index("options:")
-    assert options < text.index("--tau TAU", options) < group  # LDP parameters stay put
+
+
+def test_run_help_shows_the_chosen_protocols_parameters_only():
+    hogs = _run_help()
+    assert "--tau TAU" in hogs and "--feature-share" in hogs
+    assert "--delta" not in hogs and "--sgd-clip" not in hogs and "--mu MU" not in hogs
+    assert "ldpgraph run --protocol NAME --help" in hogs
+    dpar = _run_help("dpar-gm")
+    assert "--sgd-clip" in dpar and "--tau TAU" not in dpar
+    assert len(hogs) < len(dpar) < 2 * len(hogs) + 20000
+
+
+def test_another_protocols_flag_is_an_error_naming_its_owner(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--protocol", "dpar-gm", "--tau", "0.3", "--trust-curator"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and "\n" not in err
+    assert "protocol 'dpar-gm' has no parameter --tau (a parameter of hogs" in err
+    assert err.endswith("(see ldpgraph run --help)")
+
+
+def test_a_type_error_is_one_line_not_the_usage(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--epsilon", "lots"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and "\n" not in err and "usage:" not in err
+    assert "--epsilon: invalid float value: 'lots'" in err
 
 
 def test_the_graph_metric_end_to_end_with_its_settings_and_its_error(capsys):
