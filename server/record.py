@@ -34,6 +34,7 @@ _PACKAGES = (
     "flwr",
     "ray",
     "dp-accounting",
+    "scikit-learn",
 )
 
 

@@ -9,8 +9,7 @@ between sets.
 the official code of Blink, Zhu, Tan and Xiao, ACM CCS 2023), which made the BLink numbers
 HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
 ``random_state=42``, once for train against the rest and once more on the rest for validation
-against test. Reproduced here with NumPy (the same ``RandomState(42).permutation``), so
-scikit-learn is not needed.
+against test; called here as Blink_GNN calls it.
 
 ``metis``: DPAR's reference split (spec 001 §3.1, A8): METIS cuts the whole graph into
 k = 1/(1 − train) parts (5 for the paper's 80 %) with METIS seed 0, and the last part (index
@@ -42,30 +41,44 @@ class Split:
 
 #: ``RunConfig.split_mode`` values.
 SPLIT_MODES = ("seeded", "blinkgnn", "metis")
+#: ``random_state`` of both ``train_test_split`` calls of the ``blinkgnn`` split (Blink_GNN's).
+BLINKGNN_SEED = 42
 #: The METIS seed of the ``metis`` split (the reference code's).
 METIS_SEED = 0
 
 
-def _sklearn_train_test_split(ids: np.ndarray, test_size: float) -> tuple[np.ndarray, np.ndarray]:
-    """``sklearn.model_selection.train_test_split(ids, test_size=..., random_state=42)``:
-    ShuffleSplit takes n_test = ceil(test_size · n), permutes with RandomState(42), and returns
-    (ids[perm[n_test:]], ids[perm[:n_test]])."""
-    n = ids.shape[0]
-    n_test = int(np.ceil(test_size * n))
-    perm = np.random.RandomState(42).permutation(n)
-    return ids[perm[n_test:]], ids[perm[:n_test]]
+def _train_test_split(
+    ids: np.ndarray, test_size: float, kept: str, num_nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``train_test_split(ids, test_size=..., random_state=42)``; a one-line error where a
+    graph this small leaves the ``kept`` set empty (scikit-learn refuses it)."""
+    from sklearn.model_selection import train_test_split
+
+    try:
+        return tuple(train_test_split(ids, test_size=test_size, random_state=BLINKGNN_SEED))
+    except ValueError:
+        raise ValueError(
+            f"blinkgnn split: {num_nodes} nodes are too few, the {kept} set would be empty"
+        ) from None
 
 
 def blinkgnn_split(num_nodes: int, train: float = 0.5, val: float = 0.25) -> Split:
-    """Blink_GNN's fixed split (independent of the run seed); see the module docstring."""
+    """Blink_GNN's fixed split (independent of the run seed); see the module docstring. A
+    validation share of 0 or of all the rest needs no second draw (scikit-learn refuses a
+    ``test_size`` of 0 or 1)."""
     if not (0.0 < train < 1.0 and 0.0 <= val and train + val <= 1.0):
         raise ValueError(
             f"blinkgnn split needs 0 < train < 1 and train + val <= 1, got {train}, {val}"
         )
     ids = np.arange(int(num_nodes), dtype=np.int64)
-    tr, rest = _sklearn_train_test_split(ids, 1.0 - train)
+    tr, rest = _train_test_split(ids, 1.0 - train, "training", num_nodes)
     rest_test = (1.0 - train - val) / (1.0 - train)
-    va, te = _sklearn_train_test_split(rest, rest_test) if rest.size else (rest, rest)
+    if rest_test <= 0.0:
+        va, te = rest, rest[:0]
+    elif rest_test >= 1.0:
+        va, te = rest[:0], rest
+    else:
+        va, te = _train_test_split(rest, rest_test, "validation", num_nodes)
     return Split(train=np.sort(tr), val=np.sort(va), test=np.sort(te))
 
 

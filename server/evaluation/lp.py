@@ -3,10 +3,10 @@
 The PrivDPR paper's protocol (spec 000 §6.3 and its reading A11): 80/20 split of the links (the
 20 % hidden from every node, :mod:`.holdout`), equal non-edges beside the test links, ROC-AUC.
 The paper scores node embeddings; a graph release has none, so a GAE trained on the release
-gives them (:mod:`.embedding`). The scorer (A11): logistic regression on the Hadamard product
-``z_u ⊙ z_v``, trained on the release's edges against as many of its non-edges; it sees
-nothing but the release. ``auc_dot`` is A11's variant, the GAE's own inner-product decoder.
-A model release has no graph to score and is skipped.
+gives them (:mod:`.embedding`). The scorer (A11): scikit-learn's logistic regression on the
+Hadamard product ``z_u ⊙ z_v``, trained on the release's edges against as many of its
+non-edges; it sees nothing but the release. ``auc_dot`` is A11's variant, the GAE's own
+inner-product decoder. A model release has no graph to score and is skipped.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from ldpgraph.protocols.rng import stage_rng
 from .base import EvaluationContext, Metric, register_metric
 from .embedding import MAX_PAIRS, release_embedding
 from .holdout import HOLDOUT_KEY, HeldOut, held_out_of, hide_edges, roc_auc, sample_non_edges
+from .svm import hadamard
 
+#: L-BFGS iterations at most (it stops after ~10 on these pairs; sklearn's default is 100).
+MAX_ITER = 1000
 SCORER = "GAE [128, 64] on the release + logistic regression on z_u * z_v (PrivDPR A11)"
 
 
@@ -64,13 +67,15 @@ def check_nodes(released: int, original: int, metric: str) -> None:
 def hadamard_logreg(
     z: np.ndarray, edges: np.ndarray, pairs: np.ndarray, seed: int, num_threads: int | None = None
 ) -> np.ndarray:
-    """Scores of ``pairs`` from an L2-regularised (C = 1, as scikit-learn's default) logistic
-    regression on standardised ``z_u ⊙ z_v``, fitted by L-BFGS (float64, CPU, one thread
-    unless told) on up to :data:`MAX_PAIRS` of the release's ``edges`` and as many of its
-    non-edges. All zeros without edges."""
-    import torch
-
-    from ldpgraph.server.training import _cpu_threads
+    """Scores (decision values) of ``pairs`` from scikit-learn's ``LogisticRegression`` at its
+    defaults (L2, C = 1, intercept not penalised, L-BFGS, ``tol = 1e-4``) on ``z_u ⊙ z_v``
+    standardised by ``StandardScaler``, fitted on up to :data:`MAX_PAIRS` of the release's
+    ``edges`` and as many of its non-edges, on one BLAS/OpenMP thread unless told. All zeros
+    without edges."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
 
     n = z.shape[0]
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
@@ -82,25 +87,8 @@ def hadamard_logreg(
         return np.zeros(len(pairs))
     pos = edges if size == len(edges) else edges[rng.choice(len(edges), size, replace=False)]
     neg = sample_non_edges(edges, n, size, rng)
-    train = np.concatenate([pos, neg])
-    zz = z.astype(np.float64)
-    h = zz[train[:, 0]] * zz[train[:, 1]]
-    mean, std = h.mean(axis=0), h.std(axis=0)
-    std[std == 0] = 1.0
-    h_t = torch.from_numpy((h - mean) / std)
-    y = torch.cat([torch.ones(size), torch.zeros(size)]).double()
-    w = torch.zeros(h.shape[1], dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(1, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], max_iter=200, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(h_t @ w + b, y)
-        loss = loss + 0.5 * (w @ w) / len(y)
-        loss.backward()
-        return loss
-
-    with _cpu_threads(num_threads or 1):
-        opt.step(closure)
-    test = (zz[pairs[:, 0]] * zz[pairs[:, 1]] - mean) / std
-    return test @ w.detach().numpy() + float(b.detach())
+    labels = np.concatenate([np.ones(size), np.zeros(size)]).astype(np.int64)
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=MAX_ITER))
+    with threadpool_limits(limits=num_threads or 1):
+        model.fit(hadamard(z, np.concatenate([pos, neg])), labels)
+        return model.decision_function(hadamard(z, pairs))

@@ -91,6 +91,22 @@ def test_blinkgnn_split_is_sklearns_train_test_split_with_random_state_42():
         split_for(10, 0, mode="fixed")
 
 
+def test_blinkgnn_split_edges_of_the_validation_share():
+    """No validation share or all the rest: no second draw (scikit-learn refuses test_size 0
+    and 1); the training set is the first draw's either way. A graph too small for a set is a
+    one-line error."""
+    from ldpgraph.simulation.splits import blinkgnn_split
+
+    none, rest = blinkgnn_split(40, 0.5, 0.0), blinkgnn_split(40, 0.5, 0.5)
+    assert none.train.tolist() == rest.train.tolist() == blinkgnn_split(40).train.tolist()
+    assert none.val.size == 0 and none.test.tolist() == rest.val.tolist()
+    assert rest.test.size == 0 and split_sizes(rest) == (20, 20, 0)
+    with pytest.raises(ValueError, match="4 nodes are too few, the validation set"):
+        blinkgnn_split(4, 0.8, 0.1)
+    with pytest.raises(ValueError, match="4 nodes are too few, the training set"):
+        blinkgnn_split(4, 0.1, 0.1)
+
+
 def _four_communities(seed: int = 0) -> tuple[int, np.ndarray]:
     """Five dense blocks of 40 nodes with a few edges between neighbouring blocks."""
     rng = np.random.default_rng(seed)

@@ -1,27 +1,37 @@
 """The SVM attack: the fitted SVM is scikit-learn's LinearSVC (default C, squared hinge,
-penalised intercept), and its training pairs come from the release, never from the targets."""
+penalised intercept) on standardised Hadamard pairs, and its training pairs come from the
+release, never from the targets."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from ldpgraph.protocols.graph import canonical_edges
+from ldpgraph.protocols.rng import stage_rng
 from ldpgraph.server.evaluation.holdout import pair_keys, release_training_pairs
-from ldpgraph.server.evaluation.svm import fit_linear_svm, svm_scores
+from ldpgraph.server.evaluation.svm import MAX_PAIRS, hadamard, svm_scores
 
 
-@pytest.mark.parametrize("c", [1.0, 0.05])
-def test_the_svm_is_linearsvc(c):
+def test_the_scores_are_linearsvc_decision_values_on_standardised_hadamard_pairs():
+    """The attack's scores are those of scikit-learn's LinearSVC at its defaults (C = 1,
+    squared hinge, primal), fitted by the test on the same release pairs, standardised the
+    same way: the features, the labels' orientation and the scaling are wired as stated."""
     from sklearn.svm import LinearSVC
 
     rng = np.random.default_rng(0)
-    h = rng.standard_normal((1500, 12))
-    y = (h @ rng.standard_normal(12) + rng.standard_normal(1500) > 0.4).astype(int)
-    w, b = fit_linear_svm(h, y, c=c)
-    ref = LinearSVC(C=c, tol=1e-10, max_iter=100_000, dual=False).fit(h, y)
-    np.testing.assert_allclose(w, ref.coef_[0], atol=1e-6)
-    assert b == pytest.approx(ref.intercept_[0], abs=1e-6)
+    n = 80
+    edges = canonical_edges(rng.integers(0, n, size=(400, 2)), n)
+    z = rng.standard_normal((n, 6))
+    targets = np.array([[0, 1], [2, 3], [4, 70], [10, 11]])
+    scores = svm_scores(z, edges, targets, targets, seed=3, stage="t")
+    train, labels = release_training_pairs(edges, n, targets, MAX_PAIRS, stage_rng(3, "t"))
+    h = hadamard(z, train)
+    mean, std = h.mean(axis=0), h.std(axis=0)
+    ref = LinearSVC(C=1.0, dual=False).fit((h - mean) / std, labels)
+    expected = ref.decision_function((hadamard(z, targets) - mean) / std)
+    np.testing.assert_allclose(scores, expected, rtol=1e-9, atol=1e-9)
+    # Positives are label 1: the edges the SVM trained on score above its non-edges.
+    assert svm_scores(z, edges, train, targets, 3, "t")[labels == 1].mean() > 0
 
 
 def test_training_pairs_come_from_the_release_and_never_from_the_targets():
