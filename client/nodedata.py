@@ -92,6 +92,17 @@ class NodeStore:
                 f"a {num_nodes}-node graph"
             )
 
+    def fingerprint(self, node_id: int) -> str:
+        """The node's data fingerprint (:func:`ldpgraph.client.ledger.fingerprint`: its id,
+        row and feature values; no path or label), the key of its deployed ledger; cached."""
+        from .ledger import fingerprint
+
+        cache = self.__dict__.setdefault("_fingerprints", {})
+        if node_id not in cache:
+            view = self.view(node_id)
+            cache[node_id] = fingerprint(node_id, view.neighbors, view.features)
+        return cache[node_id]
+
     @property
     def node_ids(self) -> range:
         return range(self.first, self.first + self.count)
