@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .budget import Book
+from .budget import Book, Refusal, as_charge
 from .units import UNITS, Charge
 
 VERSION = 1
@@ -250,6 +250,18 @@ class ChainBook(Book):
         self.records: list[tuple[int, Charge, int, bool]] = []
         #: Each verified node's chain head (seq, hash; None: fresh) and its spends per unit.
         self.heads: dict[int, tuple[tuple[int, str] | None, dict[str, float]]] = {}
+
+    def admit(
+        self, node: int, cost: float | Charge, round_: int, settings: Any, raw_upload: bool
+    ) -> None:
+        """:meth:`Book.admit`, for a round whose charge is known in both units only (the
+        chain records both, so that a change of unit never forgets a spend)."""
+        charge = as_charge(cost)
+        if not raw_upload and not (
+            math.isfinite(charge.per_bit) and math.isfinite(charge.per_vector)
+        ):
+            raise Refusal(f"node {node} refuses a round whose charge per vector is unknown")
+        super().admit(node, charge, round_, settings, raw_upload)
 
     def charged(self, node: int, charge: Charge, round_: int, seeded: bool) -> None:
         self.records.append((node, charge, round_, seeded))
