@@ -7,9 +7,9 @@ server writes; the ClientApp refuses a ledger inside the partition's directory):
     <ledger>/<fp[:2]>/<fp>.log      one line per charge, append-only, hash-chained
     <witness>/<fp[:2]>/<fp>.head    the chain's head: {seq, head} of the last entry
 
-``fp`` is :func:`fingerprint`, the SHA-256 of the node's id, adjacency row and feature values:
-re-partitioning the same graph, re-writing it to another directory or relabelling the
-dataset gives the same ``fp``, hence the same ledger. Each log line is canonical JSON whose
+``fp`` is :func:`~ldpgraph.client.nodedata.fingerprint`, the SHA-256 of the node's id,
+adjacency row and feature values: re-partitioning the same graph, re-writing it to another
+directory or relabelling the dataset gives the same ``fp``, hence the same ledger. Each log line is canonical JSON whose
 ``prev`` is the SHA-256 of the line before it (the first line's: of the fingerprint), so an
 entry cannot be removed or changed without breaking the chain. The witness pins the chain's
 head: a log that was deleted, truncated, or replaced by any other valid chain (an empty one
@@ -37,7 +37,6 @@ import json
 import math
 import os
 import stat
-import struct
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -45,9 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .budget import Book, Refusal, as_charge
+from .nodedata import NodeStore
 from .units import UNITS, Charge
 
 VERSION = 1
@@ -59,20 +57,6 @@ _ZERO = dict.fromkeys(UNITS, 0.0)
 
 class LedgerError(Exception):
     """A ledger that cannot be found, read or verified (the node refuses; one reason)."""
-
-
-def fingerprint(node_id: int, neighbors: Any, features: Any) -> str:
-    """SHA-256 of a canonical encoding of a node's own data: its id, its sorted distinct
-    neighbour ids (int64) and its feature values (float64, −0 as 0), little-endian. No path,
-    dataset label, partition or dtype enters it. The id is part of the row's identity (two
-    isolated nodes with equal features stay two nodes)."""
-    row = np.unique(np.asarray(neighbors, dtype=np.int64))
-    feats = np.ascontiguousarray(np.asarray(features, dtype="<f8").ravel() + 0.0)
-    digest = hashlib.sha256(b"ldpgraph-node-fingerprint-v1\0")
-    digest.update(struct.pack("<qqq", int(node_id), row.size, feats.size))
-    digest.update(row.astype("<i8").tobytes())
-    digest.update(feats.tobytes())
-    return digest.hexdigest()
 
 
 def _is_fingerprint(fp: Any) -> bool:
@@ -427,8 +411,6 @@ def main(argv: list[str] | None = None) -> int:
         for fp in args.reset_ledger:
             print(reset(args.ledger, args.witness, fp))
         if args.data_file:
-            from .nodedata import NodeStore
-
             store = NodeStore(args.data_file)
             for node in store.node_ids:
                 fp = store.fingerprint(node)

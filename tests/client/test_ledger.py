@@ -18,14 +18,13 @@ from ldpgraph.client.budget import NodeSettings, admit_nodes
 from ldpgraph.client.ledger import (
     LedgerError,
     NodeLedger,
-    fingerprint,
     genesis,
     main,
     read_chain,
     reset,
     verified,
 )
-from ldpgraph.client.nodedata import open_store, write_store
+from ldpgraph.client.nodedata import fingerprint, open_store, write_store
 from ldpgraph.client.units import Charge
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.reports import node_record_name
