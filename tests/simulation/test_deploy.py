@@ -235,6 +235,7 @@ def test_deployed_hogs_uses_node_entropy_and_ledgers(fed):
     assert collection["supernodes"] == 3
     assert collection["rounds"][0]["replied"] == 90
     assert collection["node_randomness"].startswith("node-owned")
+    assert collection["node_units"] == {"per-bit": 90}  # as each SuperNode's hello states it
     assert record["fingerprint"] != sim["fingerprint"]
     # Same graph, same ε: the releases' sizes agree in distribution, not in bytes.
     edges = record["graph"]["synthetic"]["edges"], sim["graph"]["synthetic"]["edges"]
