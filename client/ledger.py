@@ -9,12 +9,13 @@ server writes; the ClientApp refuses a ledger inside the partition's directory):
 
 ``fp`` is :func:`~ldpgraph.client.nodedata.fingerprint`, the SHA-256 of the node's id,
 adjacency row and feature values: re-partitioning the same graph, re-writing it to another
-directory or relabelling the dataset gives the same ``fp``, hence the same ledger. Each log line is canonical JSON whose
-``prev`` is the SHA-256 of the line before it (the first line's: of the fingerprint), so an
-entry cannot be removed or changed without breaking the chain. The witness pins the chain's
-head: a log that was deleted, truncated, or replaced by any other valid chain (an empty one
-included) no longer reaches the witnessed head, and the node refuses. A log that extends its
-witness (a crash between the two writes) is accepted: entries only add spends.
+directory or relabelling the dataset gives the same ``fp``, hence the same ledger. Each log
+line is canonical JSON whose ``prev`` is the SHA-256 of the line before it (the first line's:
+of the fingerprint), so an entry cannot be removed or changed without breaking the chain. The
+witness pins the chain's head: a log that was deleted, truncated, or replaced by any other
+valid chain (an empty one included) no longer reaches the witnessed head, and the node refuses.
+A log that extends its witness (a crash between the two writes) is accepted: entries only add
+spends.
 
 What this protects against, and what not (``docs/privacy/node-budget.md``): deletion or
 replacement of either file alone, a partition re-run, a moved or relabelled dataset, damaged
