@@ -321,3 +321,14 @@ def test_read_chain_checks_every_link(tmp_path):
         read_chain(lines[0] + lines[2], fp)  # a removed middle entry
     with pytest.raises(LedgerError, match="entry 0"):
         read_chain(lines[0].replace(b'{"charge"', b'{ "charge"'), fp)  # not canonical
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"[1, 2]", b"null", b"[" * 100000])
+def test_the_simulation_ledger_refuses_garbage_without_raising(tmp_path, content):
+    """The flower simulation's per-run JSON ledger: bytes that are not a ledger refuse."""
+    from ldpgraph.client.budget import Ledger
+
+    path = tmp_path / "ledger.json"
+    path.write_bytes(content)
+    admitted, refused = admit_nodes(Ledger(path, "g"), [0, 1], 1.0, 0, NodeSettings(9.0), False)
+    assert admitted == [] and set(refused) == {0, 1}
