@@ -7,9 +7,12 @@ its randomness comes from. Nothing in a round message can set or raise any of th
   ``--node-config``; in simulation, the settings the harness wrote beside each simulated node's
   data). A missing, non-numeric or non-finite budget means *refuse every LDP round* (fail
   closed); a missing consent means *no raw upload*.
-- :class:`Ledger` keeps the ε each node has spent, per graph, in a JSON file beside the node's
-  data, written atomically (and fsync'ed in deployment) *before* the report leaves the node, so
-  a new run or a restarted SuperNode still sees what was spent.
+- A deployed node keeps what it spent in its operator's ledger (:mod:`ldpgraph.client.ledger`:
+  keyed by a fingerprint of the node's own data, hash-chained, witnessed in a second place,
+  fail closed), written *before* the report leaves the node. The simulation keeps one run's
+  spends in a :class:`Ledger` (in memory, or a JSON file in the run directory).
+- The unit a node counts in (per bit or per vector) and the caps it puts on a round's parts
+  are its own settings too (:mod:`ldpgraph.client.units`).
 - Randomness: unless the node's own configuration pins a ``seed`` (simulation and tests, where
   reproducibility is the point), every request draws a fresh 128-bit seed from the OS entropy
   pool, so the server can neither replay nor correlate a node's noise. A seeded node never
@@ -38,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .units import PER_BIT, Charge, cap_reason, parse_cap, parse_unit
 
 log = logging.getLogger("ldpgraph.client")
 
@@ -107,9 +112,15 @@ class NodeSettings:
         budget: total ε the node will ever spend on this graph (None: refuse every LDP round).
         trust_curator: whether the node consents to upload its raw data (central DP).
         seed: pin the node's random streams (simulation, tests); None draws OS entropy.
-        ledger: the file that keeps the spent ε across runs and restarts (None: in memory,
-            for one simulated collection).
+        ledger: where the spent ε is kept across runs and restarts (None: in memory, for one
+            simulated collection): a deployed node's ledger directory, or a simulated
+            SuperNode's JSON file in the run directory.
         durable: fsync the ledger on every write (deployment).
+        unit: how the node counts a round (:data:`~ldpgraph.client.units.UNITS`).
+        max_feature_share: the largest share of a round's per-bit ε on features it accepts.
+        max_epsilon_adjacency: the largest ε per adjacency bit one round may use.
+        max_epsilon_features: the largest ε per feature coordinate one round may use.
+        witness: where a deployed node keeps its ledger's chain heads (a second place).
     """
 
     budget: float | None
@@ -117,20 +128,46 @@ class NodeSettings:
     seed: int | None = None
     ledger: Path | None = None
     durable: bool = False
+    unit: str = PER_BIT
+    max_feature_share: float | None = None
+    max_epsilon_adjacency: float | None = None
+    max_epsilon_features: float | None = None
+    witness: Path | None = None
 
     @classmethod
     def from_node_config(
-        cls, values: Mapping[str, Any], default_ledger: Path | None, durable: bool
+        cls,
+        values: Mapping[str, Any],
+        default_ledger: Path | None,
+        durable: bool,
+        *,
+        default_unit: str = PER_BIT,
+        default_witness: Path | None = None,
     ) -> NodeSettings:
         """Settings from the node's own configuration (keys ``budget``, ``trust-curator``,
-        ``seed``, ``ledger``)."""
+        ``seed``, ``ledger``, ``ledger-witness``, ``unit``, ``max-feature-share``,
+        ``max-epsilon-adjacency``, ``max-epsilon-features``). A unit or cap that is given
+        but unusable is a :class:`NodeConfigError` (a node must not silently count otherwise)."""
         ledger = values.get("ledger") or default_ledger
+        witness = values.get("ledger-witness") or default_witness
+        try:
+            unit = parse_unit(values.get("unit"), default_unit)
+            share = parse_cap(values.get("max-feature-share"), "max-feature-share", 1.0)
+            cap_a = parse_cap(values.get("max-epsilon-adjacency"), "max-epsilon-adjacency")
+            cap_f = parse_cap(values.get("max-epsilon-features"), "max-epsilon-features")
+        except ValueError as exc:
+            raise NodeConfigError(str(exc)) from None
         return cls(
             budget=parse_budget(values.get("budget")),
             trust_curator=parse_consent(values.get("trust-curator", False)),
             seed=parse_seed(values.get("seed")),
             ledger=Path(ledger) if ledger else None,
             durable=durable,
+            unit=unit,
+            max_feature_share=share,
+            max_epsilon_adjacency=cap_a,
+            max_epsilon_features=cap_f,
+            witness=Path(witness) if witness else None,
         )
 
     @property
@@ -149,11 +186,20 @@ class NodeSettings:
             out["budget"] = self.budget
         if self.seed is not None:
             out["seed"] = self.seed
+        if self.unit != PER_BIT:
+            out["unit"] = self.unit
+        for key, value in (
+            ("max-feature-share", self.max_feature_share),
+            ("max-epsilon-adjacency", self.max_epsilon_adjacency),
+            ("max-epsilon-features", self.max_epsilon_features),
+        ):
+            if value is not None:
+                out[key] = value
         return out
 
 
 # Why a node refused, as a code (so that many refusals need no string each until logged).
-NO_TRUST, NO_BUDGET, BAD_COST, REPLAY, OVER_BUDGET = range(1, 6)
+NO_TRUST, NO_BUDGET, BAD_COST, REPLAY, OVER_BUDGET, CAPPED = range(1, 7)
 
 
 def refusal_reason(
@@ -185,19 +231,33 @@ def refusal_reason(
             f"node {node} refuses: ε {cost:g} on top of {used:g} spent exceeds its budget "
             f"{budget:g}"
         )
+    if code == CAPPED:
+        return f"node {node} refuses a round beyond its caps"
     raise ValueError(f"unknown refusal code {code}")
 
 
-def _round_refusal(cost: float, settings: NodeSettings, raw_upload: bool) -> int | None:
+def as_charge(cost: float | Charge) -> Charge:
+    """A round's :class:`~ldpgraph.client.units.Charge`; a bare number is its per-bit ε, with
+    its per-vector charge and its parts unknown (∞: a per-vector or capped node refuses)."""
+    if isinstance(cost, Charge):
+        return cost
+    return Charge(float(cost), math.inf, math.inf, math.inf)
+
+
+def _round_refusal(charge: Charge, settings: NodeSettings, raw_upload: bool) -> int | None:
     """The refusal every node with ``settings`` gives this round whatever it spent (a code),
     or None when it depends on the node's ledger. Raw upload to a trusted curator is outside
-    the LDP budget, by the node's choice: it is never refused here nor charged."""
+    the LDP budget, by the node's choice: it is never refused here nor charged. A round beyond
+    the node's caps is refused before its budget is read."""
     if raw_upload:
         return None if settings.trust_curator else NO_TRUST
     if settings.budget is None:
         return NO_BUDGET
+    cost = charge.in_unit(settings.unit)
     if not math.isfinite(cost) or cost < MIN_CHARGE:
         return BAD_COST
+    if cap_reason(charge, settings) is not None:
+        return CAPPED
     return None
 
 
@@ -212,15 +272,20 @@ class Book:
     def admit(
         self,
         node: int,
-        cost: float,
+        cost: float | Charge,
         round_: int,
         settings: NodeSettings,
         raw_upload: bool,
     ) -> None:
-        """Charge this round to ``node``, or raise :class:`Refusal` and charge nothing."""
-        code = _round_refusal(cost, settings, raw_upload)
+        """Charge this round to ``node`` (``cost``: the round's charge, or its per-bit ε), or
+        raise :class:`Refusal` and charge nothing."""
+        charge = as_charge(cost)
+        cost = charge.in_unit(settings.unit)
+        code = _round_refusal(charge, settings, raw_upload)
         if code is not None:
-            raise Refusal(refusal_reason(code, node, cost, round_, 0.0, settings.budget))
+            text = refusal_reason(code, node, cost, round_, 0.0, settings.budget)
+            detail = cap_reason(charge, settings) if code == CAPPED else None
+            raise Refusal(f"{text} ({detail})" if detail else text)
         if raw_upload:
             return
         assert settings.budget is not None  # _round_refusal refused an unset budget
@@ -233,6 +298,10 @@ class Book:
         self.spent[key] = used + cost
         if settings.seed is not None:
             self.seeded_rounds.setdefault(key, []).append(int(round_))
+        self.charged(node, charge, int(round_), settings.seed is not None)
+
+    def charged(self, node: int, charge: Charge, round_: int, seeded: bool) -> None:
+        """Called for every charge made (a deployed ledger records it); nothing here."""
 
     def spent_of(self, node: int) -> float:
         """What ``node`` has spent on this graph."""
@@ -271,7 +340,7 @@ class ArrayBook:
     def admit(
         self,
         node: int,
-        cost: float,
+        cost: float | Charge,
         round_: int,
         settings: NodeSettings,
         raw_upload: bool,
@@ -284,7 +353,7 @@ class ArrayBook:
     def admit_many(
         self,
         nodes: np.ndarray,
-        cost: float,
+        cost: float | Charge,
         round_: int,
         settings: NodeSettings,
         raw_upload: bool,
@@ -294,7 +363,8 @@ class ArrayBook:
 
         Args:
             nodes: the nodes asked, distinct non-negative ids (int array).
-            cost: the round's ε, charged to every admitted node.
+            cost: the round's charge (or its per-bit ε), charged to every admitted node in
+                the nodes' unit.
             round_: the round's index (a pinned-seed node answers a round once).
             settings: the nodes' own settings, shared by all of them.
             raw_upload: whether the round uploads raw data (then only trust counts).
@@ -303,9 +373,10 @@ class ArrayBook:
         if nodes.ndim != 1 or (nodes.size and nodes.dtype.kind not in "iu"):
             raise ValueError("nodes must be a 1-d array of integer ids")
         nodes = nodes.astype(np.int64, copy=False)
-        cost = float(cost)
+        charge = as_charge(cost)
+        cost = float(charge.in_unit(settings.unit))
         round_ = int(round_)
-        code = _round_refusal(cost, settings, raw_upload)
+        code = _round_refusal(charge, settings, raw_upload)
         empty = np.zeros(0, dtype=np.int64)
         if code is not None or raw_upload or nodes.size == 0:
             refused = nodes if code is not None else empty
@@ -317,6 +388,7 @@ class ArrayBook:
                 cost=cost,
                 round_=round_,
                 budget=settings.budget,
+                detail=cap_reason(charge, settings) if code == CAPPED else None,
             )
         assert settings.budget is not None  # _round_refusal refused an unset budget
         if int(nodes.min()) < 0:
@@ -372,6 +444,7 @@ class Admission:
         round_: the round's index.
         budget: the nodes' budget.
         texts: the reasons already written (a ledger admitted node by node), by node.
+        detail: what a round-wide refusal adds (the cap a round exceeds), for the log.
     """
 
     admitted: np.ndarray
@@ -382,6 +455,7 @@ class Admission:
     round_: int
     budget: float | None
     texts: Mapping[int, str] | None = None
+    detail: str | None = None
 
     def reason(self, i: int) -> str:
         """Why ``refused[i]`` refused (for that node's own log, never for the server)."""
@@ -389,7 +463,8 @@ class Admission:
         if self.texts is not None:
             return self.texts[node]
         used = float(self.used[i])
-        return refusal_reason(int(self.codes[i]), node, self.cost, self.round_, used, self.budget)
+        text = refusal_reason(int(self.codes[i]), node, self.cost, self.round_, used, self.budget)
+        return f"{text} ({self.detail})" if self.detail else text
 
     def reasons(self) -> dict[int, str]:
         """Every refused node's reason, by node (what :func:`admit_nodes` returns)."""
@@ -417,7 +492,7 @@ class Ledger:
         self._memory = ArrayBook()
 
     @contextlib.contextmanager
-    def open(self) -> Iterator[Book | ArrayBook]:
+    def open(self, nodes: list[int] | None = None) -> Iterator[Book | ArrayBook]:
         """The graph's book. A file's is locked and written back (atomically) when the block
         ends without an exception; the in-memory one is the ledger itself, so a charge made in
         a block that then raises stays spent (fail closed)."""
@@ -458,11 +533,15 @@ class Ledger:
         if not self.path.exists():
             return {"format": LEDGER_FORMAT, "version": LEDGER_VERSION, "graphs": {}}
         try:
-            doc = json.loads(self.path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            # A ledger we cannot read must not be taken as "nothing spent".
+            doc = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError) as exc:
+            # A ledger we cannot read (garbage bytes included) is never "nothing spent".
             raise Refusal(f"the ledger {self.path} is unreadable ({exc}); refusing") from None
-        if doc.get("format") != LEDGER_FORMAT or not isinstance(doc.get("graphs"), dict):
+        if (
+            not isinstance(doc, dict)
+            or doc.get("format") != LEDGER_FORMAT
+            or not isinstance(doc.get("graphs"), dict)
+        ):
             raise Refusal(f"{self.path} is not an ldpgraph ledger; refusing")
         return doc
 
@@ -489,17 +568,20 @@ class Ledger:
 
 
 def admit_nodes(
-    ledger: Ledger,
+    ledger: Any,
     nodes: list[int],
-    cost: float,
+    cost: float | Charge,
     round_: int,
     settings: NodeSettings,
     raw_upload: bool,
 ) -> tuple[list[int], dict[int, str]]:
     """Admit each of ``nodes`` to one round and persist the charges in one ledger write.
 
-    Returns the admitted nodes and, for the others, the reason (for the node's own log; the
-    server is told only :data:`REFUSED`). A ledger that cannot be read or written refuses all.
+    ``ledger``: a :class:`Ledger` (simulation) or a deployed node's
+    :class:`~ldpgraph.client.ledger.NodeLedger`; ``cost``: the round's charge (or its per-bit
+    ε). Returns the admitted nodes and, for the others, the reason (for the node's own log;
+    the server is told only :data:`REFUSED`). A node whose ledger cannot be verified refuses;
+    a ledger that cannot be opened, read or written refuses all; nothing here raises on it.
     An in-memory ledger admits distinct nodes at once (:func:`admit_many`).
     """
     if (
@@ -514,14 +596,18 @@ def admit_nodes(
     admitted: list[int] = []
     refused: dict[int, str] = {}
     try:
-        with ledger.open() as book:
+        with ledger.open(nodes) as book:
+            broken = getattr(book, "broken", {})
             for node in nodes:
+                if node in broken:
+                    refused[node] = broken[node]
+                    continue
                 try:
                     book.admit(node, cost, round_, settings, raw_upload)
                     admitted.append(node)
                 except Refusal as exc:
                     refused[node] = str(exc)
-    except (Refusal, OSError) as exc:
+    except (Refusal, OSError, ValueError, KeyError) as exc:
         return [], {node: f"ledger: {exc}" for node in nodes}
     return admitted, refused
 
@@ -529,7 +615,7 @@ def admit_nodes(
 def admit_many(
     ledger: Ledger,
     nodes: np.ndarray,
-    cost: float,
+    cost: float | Charge,
     round_: int,
     settings: NodeSettings,
     raw_upload: bool,
@@ -541,7 +627,7 @@ def admit_many(
     Args:
         ledger: what the nodes spent in earlier rounds.
         nodes: the nodes asked: distinct ids ≥ 0 (int array).
-        cost: the round's ε.
+        cost: the round's charge (or its per-bit ε).
         round_: the round's index.
         settings: every asked node's own settings.
         raw_upload: whether the round uploads raw data.
@@ -556,7 +642,7 @@ def admit_many(
         refused=order,
         codes=np.zeros(order.size, dtype=np.uint8),
         used=np.zeros(order.size),
-        cost=float(cost),
+        cost=float(as_charge(cost).in_unit(settings.unit)),
         round_=int(round_),
         budget=settings.budget,
         texts=refused,

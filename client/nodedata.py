@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +94,15 @@ class NodeStore:
                 f"a {num_nodes}-node graph"
             )
 
+    def fingerprint(self, node_id: int) -> str:
+        """The node's data fingerprint (:func:`fingerprint`: its id, row and feature values;
+        no path or label), the key of its deployed ledger; cached."""
+        cache = self.__dict__.setdefault("_fingerprints", {})
+        if node_id not in cache:
+            view = self.view(node_id)
+            cache[node_id] = fingerprint(node_id, view.neighbors, view.features)
+        return cache[node_id]
+
     @property
     def node_ids(self) -> range:
         return range(self.first, self.first + self.count)
@@ -107,6 +118,20 @@ class NodeStore:
         return NodeView(
             node_id, row, np.array(self.features[k]), self.num_nodes, self.feature_domain
         )
+
+
+def fingerprint(node_id: int, neighbors: Any, features: Any) -> str:
+    """SHA-256 of a canonical encoding of a node's own data: its id, its sorted distinct
+    neighbour ids (int64) and its feature values (float64, −0 as 0), little-endian. No path,
+    dataset label, partition or dtype enters it. The id is part of the row's identity (two
+    isolated nodes with equal features stay two nodes)."""
+    row = np.unique(np.asarray(neighbors, dtype=np.int64))
+    feats = np.ascontiguousarray(np.asarray(features, dtype="<f8").ravel() + 0.0)
+    digest = hashlib.sha256(b"ldpgraph-node-fingerprint-v1\0")
+    digest.update(struct.pack("<qqq", int(node_id), row.size, feats.size))
+    digest.update(row.astype("<i8").tobytes())
+    digest.update(feats.tobytes())
+    return digest.hexdigest()
 
 
 @lru_cache(maxsize=8)

@@ -117,6 +117,19 @@ class ReportSchema:
         }
 
 
+@dataclass(frozen=True)
+class EpsilonParts:
+    """What one round's report spends per unit of a node's data, for the node's own count:
+    ``adjacency_bit``, the ε one bit of its adjacency row costs in this round (every mechanism
+    that sees the row, composed: its RR bit, each count the bit moves by 1); ``feature_bit``,
+    the ε one feature coordinate costs (0 when the features are not sent). A node that counts
+    per bit is charged their sum (the round's ε); one that counts per vector, the composition
+    over every coordinate its row and feature vector can change (``ldpgraph.client.units``)."""
+
+    adjacency_bit: float
+    feature_bit: float
+
+
 @dataclass
 class RoundResult:
     """The reports of one round, keyed by node id (a dict, or a compact
@@ -156,6 +169,17 @@ class LdpProtocol(ABC):
     @abstractmethod
     def round_epsilon(self, round_: int) -> float:
         """The ε a node spends in this round (what its budget is charged)."""
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts | None:
+        """The round's ε per adjacency bit and per feature coordinate; None when the protocol
+        does not state them (a node counting per vector then refuses the round: fail closed)."""
+        return None
+
+    def check_request(self, round_: int, message: Mapping[str, Any], num_nodes: int) -> None:
+        """Raise ValueError when the round's public values cannot drive a client step. The node
+        calls this before any charge, on the message alone (never on its data), so a malformed
+        request is refused uncharged and its refusal says nothing about the node's data."""
+        return None
 
     @abstractmethod
     def schema(self, round_: int) -> ReportSchema:
@@ -223,6 +247,12 @@ class ClientSideOf(LdpProtocol):
 
     def round_epsilon(self, round_: int) -> float:
         return self.client_side.round_epsilon(round_)
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts | None:
+        return self.client_side.epsilon_parts(round_)
+
+    def check_request(self, round_: int, message: Mapping[str, Any], num_nodes: int) -> None:
+        self.client_side.check_request(round_, message, num_nodes)
 
     def schema(self, round_: int) -> ReportSchema:
         return self.client_side.schema(round_)

@@ -82,6 +82,9 @@ class GridCollector:
         self.batch_size = max(1, batch_size)
         self.progress = progress
         self.hosts: dict[int, np.ndarray] = {}
+        #: How many hosted nodes count their budget in each unit, as their SuperNode's hello
+        #: states it ("unstated" when it does not say, or says something unknown).
+        self.units: dict[str, int] = {}
         self.where: dict[str, Any] = {}  # the hello's where-values, added to every round
 
     # -- connection -------------------------------------------------------------------------
@@ -154,6 +157,7 @@ class GridCollector:
         :mod:`ldpgraph.protocols.messages`), told again with every round."""
         hello = RoundMessage.hello(where)
         self.where = dict(hello.where)
+        self.units = {}
         supernodes = self.wait_for_supernodes()
         # The first exchange also waits for the engine to start its workers (Ray: seconds), so
         # it gets the connection timeout on top of a round's.
@@ -195,6 +199,9 @@ class GridCollector:
                 ids = ids[~taken]
             claimed[ids] = True
             hosts[sid] = ids
+            unit = reply.content.config_records[HOSTS_RECORD].get("unit")
+            unit = unit if unit in ("per-bit", "per-vector") else "unstated"
+            self.units[unit] = self.units.get(unit, 0) + int(ids.size)
         self.hosts = hosts
         return hosts
 

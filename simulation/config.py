@@ -367,6 +367,14 @@ class RunConfig:
         "each node's privacy budget ε (0: the run's epsilon); a node refuses rounds that would "
         "exceed it",
     )
+    node_unit: str = key(
+        "per-bit",
+        "nodes",
+        "the unit each simulated node counts its budget in: per-bit (a round costs its ε) or "
+        "per-vector ((n−1)·ε per adjacency bit + d·ε_f: the whole row and feature vector; a "
+        "deployed SuperNode's default)",
+        choices=("per-bit", "per-vector"),
+    )
     trust_curator: bool = key(
         False, "nodes", "nodes trust the curator with raw data (needed by --protocol none)"
     )
@@ -588,7 +596,12 @@ class RunConfig:
         """The settings the simulation harness gives every node it plays (its own
         configuration: budget, consent and a reproducible seed). A deployed node ignores all
         three: its settings come from its SuperNode's --node-config."""
-        return NodeSettings(budget=self.budget, trust_curator=self.trust_curator, seed=self.seed)
+        return NodeSettings(
+            budget=self.budget,
+            trust_curator=self.trust_curator,
+            seed=self.seed,
+            unit=self.node_unit,
+        )
 
     def protocol_params(self) -> dict[str, Any]:
         """The chosen protocol's declared parameters, from this configuration. A parameter

@@ -75,6 +75,7 @@ from ..base import (
     FEATURE_SHARE,
     STEPS,
     CuratorView,
+    EpsilonParts,
     LdpProtocol,
     ReportSchema,
     RoundResult,
@@ -758,6 +759,11 @@ class BlinkProtocol(LdpProtocol):
     def round_epsilon(self, round_: int) -> float:
         p = self.params
         return p.eps_adjacency + p.eps_degree + p.eps_features
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts:
+        """An adjacency bit is seen by its RR bit (ε_a) and moves the degree by 1 (ε_d)."""
+        p = self.params
+        return EpsilonParts(p.eps_adjacency + p.eps_degree, p.eps_features)
 
     @property
     def sends_adjacency(self) -> bool:

@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, unit_summary
-from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    CuratorView,
+    EpsilonParts,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
 from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..registry import register
@@ -135,6 +143,10 @@ class FeaturesOnly(LdpProtocol):
 
     def round_epsilon(self, round_: int) -> float:
         return self.eps_features
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts:
+        """No adjacency; the 1-bit mechanism on each feature (ε_f)."""
+        return EpsilonParts(0.0, self.eps_features)
 
     def schema(self, round_: int) -> ReportSchema:
         return ReportSchema(adjacency=False, features=True)

@@ -31,6 +31,7 @@ from ..base import (
     FEATURE_SHARE,
     STEPS,
     CuratorView,
+    EpsilonParts,
     LdpProtocol,
     ReportSchema,
     RoundResult,
@@ -411,6 +412,10 @@ class HogsProtocol(LdpProtocol):
 
     def round_epsilon(self, round_: int) -> float:
         return self.params.eps_adjacency + self.params.eps_features
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts:
+        """RR on each adjacency bit (ε_a), the 1-bit mechanism on each feature (ε_f)."""
+        return EpsilonParts(self.params.eps_adjacency, self.params.eps_features)
 
     def schema(self, round_: int) -> ReportSchema:
         return ReportSchema(adjacency=True, features=not self.params.public_features)

@@ -55,6 +55,7 @@ protocol instance: call ``server_step`` in order on one instance.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ from ..base import (
     FEATURE_SHARE,
     STEPS,
     CuratorView,
+    EpsilonParts,
     LdpProtocol,
     ReportSchema,
     RoundResult,
@@ -120,6 +122,22 @@ def decode_groups(payload: Any, n: int, k: int) -> np.ndarray:
     if groups.size and (groups.min() < 0 or groups.max() >= k):
         raise ValueError(f"{MSG_GROUPS} has a group outside [0, {k})")
     return groups
+
+
+def _round0_seed(message: Mapping[str, Any], default: int) -> int:
+    """Round 0's public seed of ξ0 (``default`` when the message omits it, as tests do)."""
+    p0 = message.get(MSG_P0, default)
+    if isinstance(p0, bool) or not isinstance(p0, int) or not 0 <= p0 < 2**63:
+        raise ValueError(f"{MSG_P0} must be an integer in [0, 2^63), got {p0!r}")
+    return p0
+
+
+def _round1_groups(message: Mapping[str, Any], n: int) -> tuple[int, np.ndarray]:
+    """Round 1's k1 and ξ1 from the message, validated (k1 an integer in [1, n])."""
+    k = message.get(MSG_K)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        raise ValueError(f"{MSG_K} must be an integer in [1, {n}], got {k!r}")
+    return k, decode_groups(message.get(MSG_GROUPS), n, k)
 
 
 def group_degrees(neighbors: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
@@ -454,6 +472,25 @@ class LdpGenProtocol(LdpProtocol):
             return p.eps2
         raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
 
+    def epsilon_parts(self, round_: int) -> EpsilonParts:
+        """An adjacency bit moves one entry of the round's degree vector by 1 (discrete Laplace
+        at ε1, then ε2); round 0 also sends the 1-bit features (ε_f each)."""
+        p = self.params
+        if round_ == 0:
+            return EpsilonParts(p.eps1, p.eps_features)
+        if round_ == 1:
+            return EpsilonParts(p.eps2, 0.0)
+        raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
+
+    def check_request(self, round_: int, message: Mapping[str, Any], num_nodes: int) -> None:
+        """Round 0's public seed of ξ0, round 1's k1 and ξ1, checked on the message alone."""
+        if round_ == 0:
+            _round0_seed(message, 0)
+        elif round_ == 1:
+            _round1_groups(message, num_nodes)
+        else:
+            raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
+
     def schema(self, round_: int) -> ReportSchema:
         if round_ == 0:
             return ReportSchema(
@@ -489,19 +526,14 @@ class LdpGenProtocol(LdpProtocol):
         n = view.num_nodes
         rng = node_rng(seed, view.node_id, round_, DEGREE)
         if round_ == 0:
-            p0 = server_msg.get(MSG_P0, seed)  # the server's public seed; tests may omit it
-            if isinstance(p0, bool) or not isinstance(p0, int) or not 0 <= p0 < 2**63:
-                raise ValueError(f"{MSG_P0} must be an integer in [0, 2^63), got {p0!r}")
+            p0 = _round0_seed(server_msg, seed)
             counts = group_degrees(view.neighbors, self.partition0(p0, n), p.k0)
             noisy = DiscreteLaplace(p.eps1).perturb_many(counts, rng)
             extras = dict(zip(extra_names(p.k0), (float(v) for v in noisy), strict=True))
             feats = None if p.public_features else noisy_features(view, p.eps_features, seed, 0)
             return Report(view.node_id, 0, n, None, feats, extras)
         if round_ == 1:
-            k = int(server_msg[MSG_K])
-            if not 1 <= k <= n:
-                raise ValueError(f"{MSG_K} must be in [1, {n}], got {k}")
-            groups = decode_groups(server_msg[MSG_GROUPS], n, k)
+            k, groups = _round1_groups(server_msg, n)
             noisy = DiscreteLaplace(p.eps2).perturb_many(
                 group_degrees(view.neighbors, groups, k), rng
             )

@@ -31,7 +31,15 @@ from typing import Any
 import numpy as np
 
 from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
-from ..base import EPSILON, FEATURE_SHARE, CuratorView, LdpProtocol, ReportSchema, RoundResult
+from ..base import (
+    EPSILON,
+    FEATURE_SHARE,
+    CuratorView,
+    EpsilonParts,
+    LdpProtocol,
+    ReportSchema,
+    RoundResult,
+)
 from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..params import Param
@@ -136,6 +144,10 @@ class RRProtocol(LdpProtocol):
 
     def round_epsilon(self, round_: int) -> float:
         return self.params.eps_adjacency + self.params.eps_features
+
+    def epsilon_parts(self, round_: int) -> EpsilonParts:
+        """RR on each adjacency bit (ε_a), the 1-bit mechanism on each feature (ε_f)."""
+        return EpsilonParts(self.params.eps_adjacency, self.params.eps_features)
 
     def schema(self, round_: int) -> ReportSchema:
         return ReportSchema(adjacency=True, features=not self.params.public_features)

@@ -120,6 +120,9 @@ def release_over_grid(
     # Nothing about a node's budget, consent or randomness travels in a round message.
     done = run_rounds(protocol, collector, curator, config.seed)
     done.release.stats["collection"] = {
+        "node_units": (
+            {config.node_settings().unit: n} if graph is not None else dict(collector.units)
+        ),
         "nodes_per_client": k,
         "supernodes": len(collector.hosts),
         "rounds": done.rounds,

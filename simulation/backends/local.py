@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ldpgraph.client.budget import Ledger, NodeSettings, admit_many
+from ldpgraph.client.units import round_charge
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, RoundResult
 from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph
@@ -118,7 +119,7 @@ def collect_round(
         admission = admit_many(
             ledger,
             admitted,
-            float(protocol.round_epsilon(round_)),
+            round_charge(protocol, round_, graph.num_nodes, graph.num_features),
             round_,
             settings,
             protocol.raw_upload,
@@ -334,7 +335,12 @@ def run_protocol(
         collector = LocalCollector(graph, seed, settings, progress)
     done = run_rounds(protocol, collector, curator, seed)
     done.release.stats.setdefault("collection", {}).update(
-        {"backend": "local", "rounds": done.rounds, "node_randomness": settings.randomness}
+        {
+            "backend": "local",
+            "rounds": done.rounds,
+            "node_randomness": settings.randomness,
+            "node_units": {settings.unit: graph.num_nodes},
+        }
     )
     return done.release, done.timings
 

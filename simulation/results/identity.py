@@ -50,6 +50,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "gin_epochs": 10,
     "gin_hidden": 64,
     "gin_layers": 5,
+    # Simulated nodes counted per bit before they could count per vector.
+    "node_unit": "per-bit",
     # Central runs before the key existed were calibrated by the paper's convention.
     "epsilon_convention": "paper",
 }

@@ -15,6 +15,7 @@ import pytest
 from flwr.app import Context, RecordDict
 
 from ldpgraph.client import app as client_app
+from ldpgraph.client.app import default_ledger, default_witness
 from ldpgraph.client.budget import (
     REFUSED,
     Ledger,
@@ -23,6 +24,7 @@ from ldpgraph.client.budget import (
     admit_nodes,
     parse_budget,
 )
+from ldpgraph.client.ledger import verified
 from ldpgraph.client.nodedata import NodeDataError, open_store, write_store
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.mechanisms import RandomizedResponse
@@ -48,7 +50,7 @@ def node_file(graph, tmp_path):
     adj = graph.adjacency()
     first, count = 10, 5
     path = write_store(
-        tmp_path / "nodes-00000",
+        tmp_path / "part" / "nodes-00000",
         adj.indptr[first : first + count + 1],
         adj.indices[adj.indptr[first] : adj.indptr[first + count]],
         graph.x[first : first + count],
@@ -64,8 +66,9 @@ def node_file(graph, tmp_path):
 
 
 def context(node_file, **node_config) -> Context:
-    """A fresh Context: a new run or a restarted SuperNode has no state of its own."""
-    cfg = {"data-file": str(node_file), **node_config}
+    """A fresh Context: a new run or a restarted SuperNode has no state of its own. Its ledger
+    is the operator's default (the test's state home); it counts per bit unless told."""
+    cfg = {"data-file": str(node_file), "unit": "per-bit", **node_config}
     return Context(run_id=1, node_id=7, node_config=cfg, state=RecordDict(), run_config={})
 
 
@@ -148,8 +151,10 @@ def test_new_run_and_restart_after_exhaustion_are_refused(node_file):
     ok = reports(client_app.answer(request(epsilon=2.0), context(node_file, budget=6.0)))
     assert all(r is not None for r in ok.values())
     assert_bare_refusals(client_app.answer(request(epsilon=0.5), context(node_file, budget=6.0)))
-    ledger = json.loads(node_file.with_name(node_file.name + ".ledger.json").read_text())
-    assert ledger["graphs"][PARTITION]["spent"] == {str(n): 6.0 for n in range(10, 15)}
+    store = open_store(str(node_file))
+    for n in range(10, 15):
+        chain = verified(default_ledger(), default_witness(), store.fingerprint(n))
+        assert chain.spent["per-bit"] == 6.0
 
 
 def test_ledger_is_per_graph_and_refuses_when_unreadable(tmp_path):
@@ -327,10 +332,7 @@ def test_vanishing_epsilon_is_refused_before_any_charge(node_file, protocol, par
     charge that vanishes in the sum): refused, and nothing is charged."""
     ctx = context(node_file, budget=5.0)
     assert_bare_refusals(client_app.answer(request(protocol, **params), ctx))
-    ledger = node_file.with_name(node_file.name + ".ledger.json")
-    if ledger.exists():
-        spent = json.loads(ledger.read_text())["graphs"].get(PARTITION, {}).get("spent", {})
-        assert not any(spent.values())
+    assert not list(default_ledger().glob("*/*.log"))  # nothing charged
 
 
 @pytest.mark.parametrize("damage", ["NaN", "-5.0", '"x"'])
@@ -369,11 +371,10 @@ def test_the_ledger_key_is_the_graph_not_the_partition(tmp_path):
     assert metas[0]["partition"] != metas[1]["partition"]
     assert metas[0]["graph"] == metas[1]["graph"]
     open_store.cache_clear()
-    ledger = tmp_path / "shared.ledger.json"
     for k in (10, 20):
         ctx = Context(run_id=1, node_id=7, state=RecordDict(), run_config={}, node_config={
             "data-file": str(tmp_path / f"p{k}" / "nodes-00000"), "budget": 4.0,
-            "ledger": str(ledger)})  # fmt: skip
+            "unit": "per-bit"})  # fmt: skip
         msg = {**request(epsilon=4.0), "num-nodes": 40, "partition": metas[k == 20]["partition"]}
         records = client_app.answer(msg, ctx)
         refused = ["refused" in dict(records[node_record_name(i)]) for i in range(k)]

@@ -78,6 +78,8 @@ class Federation:
             "FLWR_HOME": str(root / "flwr-home"),
             "FLWR_TELEMETRY_ENABLED": "0",
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            # The operator's state home: the SuperNodes' default ledger lives there.
+            "XDG_STATE_HOME": str(root / "state-home"),
             TAG: self.tag,
         }
 
@@ -201,10 +203,12 @@ def fed(tmp_path_factory):
         )  # fmt: skip
         assert r.returncode == 0, r.stderr + r.stdout
         # ... machine B (SuperNodes): block 2's nodes do not trust the curator with raw data.
-        # Each SuperNode's budget is its own (enough for this module's runs); none is seeded.
-        f.supernode("sn0", "b0", 0, free_port(), "--budget", "40", "--trust-curator")
-        f.supernode("sn1", "b1", 1, free_port(), "--budget", "40", "--trust-curator")
-        f.supernode("sn2", "b2", 2, free_port(), "--budget", "40")
+        # Each SuperNode's budget is its own (enough for this module's runs, counted per bit:
+        # edge LDP, as the runs state it); none is seeded.
+        per_bit = ("--budget", "40", "--unit", "per-bit")
+        f.supernode("sn0", "b0", 0, free_port(), *per_bit, "--trust-curator")
+        f.supernode("sn1", "b1", 1, free_port(), *per_bit, "--trust-curator")
+        f.supernode("sn2", "b2", 2, free_port(), *per_bit)
         for i in range(3):
             wait_for(lambda i=i: "SuperNode ID" in f.log(f"sn{i}"), 60, f"SuperNode {i}")
         yield f
@@ -215,8 +219,11 @@ def fed(tmp_path_factory):
 
 def test_deployed_hogs_uses_node_entropy_and_ledgers(fed):
     """The run's seed does not reach the nodes: their noise is their own (the release differs
-    from the seeded simulation's), and each node's ledger beside its node file holds what it
-    spent."""
+    from the seeded simulation's), and each node's ledger, in its operator's state home and
+    keyed by its data, holds what it spent (witnessed beside the SuperNode's key)."""
+    from ldpgraph.client.ledger import verified
+    from ldpgraph.client.nodedata import NodeStore
+
     proc = fed.submit("--seed", "2")
     sim = run(
         RunConfig(dataset=DATASET, epochs=EPOCHS, seed=2, backend="local", nodes_per_client=BLOCK)
@@ -228,15 +235,18 @@ def test_deployed_hogs_uses_node_entropy_and_ledgers(fed):
     assert collection["supernodes"] == 3
     assert collection["rounds"][0]["replied"] == 90
     assert collection["node_randomness"].startswith("node-owned")
+    assert collection["node_units"] == {"per-bit": 90}  # as each SuperNode's hello states it
     assert record["fingerprint"] != sim["fingerprint"]
     # Same graph, same ε: the releases' sizes agree in distribution, not in bytes.
     edges = record["graph"]["synthetic"]["edges"], sim["graph"]["synthetic"]["edges"]
     assert abs(edges[0] - edges[1]) <= 0.5 * max(edges), edges
     assert record["graph"]["original"]["edges"] is None  # the server never saw the graph
+    ledger = fed.root / "state-home" / "ldpgraph" / "ledger"
     for block in range(3):
-        ledger = json.loads((fed.root / "part" / f"nodes-{block:05d}.ledger.json").read_text())
-        (spent,) = [g["spent"] for g in ledger["graphs"].values()]
-        assert len(spent) == BLOCK and set(spent.values()) == {8.0}
+        store = NodeStore(fed.root / "part" / f"nodes-{block:05d}")
+        witness = fed.root / "keys" / f"b{block}.ledger-witness"
+        spent = [verified(ledger, witness, store.fingerprint(n)).spent for n in store.node_ids]
+        assert len(spent) == BLOCK and {s["per-bit"] for s in spent} == {8.0}
 
 
 def test_unregistered_supernode_is_refused(fed):

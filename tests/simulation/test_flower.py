@@ -113,6 +113,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             col = GridCollector(grid, 12, 4, wait_timeout=60, round_timeout=60)
             where = {"data": str(store), "nodes-per-client": 3, "num-nodes": 12}
             col.discover(where)
+            out["units"] = dict(col.units)  # each SuperNode's hello states its nodes' unit
             # A server that claims a huge budget and consent changes nothing.
             hostile = {
                 "seed": 0,
@@ -131,6 +132,7 @@ def test_nodes_refuse_over_budget_rounds_and_raw_upload():
             flower.ray_session(cfg, rundir, threading.Event()),
         ):
             run_in_simulation_engine(server, client_app, 4, flower.backend_config(cfg))
+    assert out["units"] == {"per-bit": 12}
     assert out["first"].replied == 12 and out["first"].refused == 0
     # 2 + 2 > 3: every node refuses the second round, with an error reply, not a crash.
     assert out["second"].refused == 12 and out["second"].replied == 0
