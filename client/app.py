@@ -65,6 +65,8 @@ class Hosted:
             or hashlib.sha256(fallback.encode()).hexdigest()[:16]
         )
         self.ledger = Ledger(settings.ledger, self.graph, durable=settings.durable)
+        #: Why every request to this SuperNode is refused (a request for another graph).
+        self.refusal: str | None = None
 
 
 def hosted(context: Context, cfg: dict[str, Any]) -> Hosted:
@@ -75,10 +77,20 @@ def hosted(context: Context, cfg: dict[str, Any]) -> Hosted:
     if "data-file" in node_cfg:  # deployment: everything from the node's own configuration
         path = str(node_cfg["data-file"])
         store = open_store(path)
-        store.check_against(int(cfg["num-nodes"]), str(cfg.get("partition", "")))
         default_ledger = Path(path.rstrip("/") + ".ledger.json")
         settings = NodeSettings.from_node_config(node_cfg, default_ledger, durable=True)
-        return Hosted(store, list(store.node_ids), settings)
+        host = Hosted(store, list(store.node_ids), settings)
+        # A request for another graph or partition, or naming none, is refused (not raised:
+        # an error reply would carry the node file's path).
+        num_nodes = cfg.get("num-nodes")
+        partition = cfg.get("partition", "")
+        try:
+            if isinstance(num_nodes, bool) or not isinstance(num_nodes, int):
+                raise NodeDataError(f"the request's num-nodes is {num_nodes!r}, not an integer")
+            store.check_against(num_nodes, partition if isinstance(partition, str) else "?")
+        except NodeDataError as exc:
+            host.refusal = str(exc)
+        return host
     # Simulation: the harness wrote the store and every simulated node's settings beside it.
     # Only a store the harness marked as such serves this path (a deployed node file is not).
     store = open_store(str(cfg["data"]))
@@ -111,6 +123,9 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     except NodeConfigError as exc:
         log.error("this SuperNode's node config is unusable: %s", exc)
         raise
+    if host.refusal is not None:
+        log.warning("refusing a request: %s", host.refusal)
+        return _refusals(host.nodes)
     try:
         message = RoundMessage.from_record(cfg)
     except MessageError as exc:

@@ -250,6 +250,7 @@ def release(
                 progress,
                 supernodes=len(graph.blocks) if deployed else None,
                 partition=graph.partition if deployed else "",
+                manifest=graph.manifest if deployed else None,
             )
     if config.backend == "deploy":
         raise ValueError("the deploy backend runs inside a ServerApp on a SuperLink")
