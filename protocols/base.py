@@ -11,6 +11,7 @@ import numpy as np
 
 from .batch import NodeBatch, ReportBatch
 from .params import Param
+from .support import BITS, Support
 from .types import NodeView, PrivacyReport, Release, Report
 
 #: The largest ε a run accepts. From ε ≈ 40 on randomized response flips a bit with probability
@@ -101,11 +102,20 @@ def training_labels(y: np.ndarray, train: np.ndarray, val: np.ndarray) -> np.nda
 
 @dataclass(frozen=True)
 class ReportSchema:
-    """What a round's report must contain; the server validates replies against it."""
+    """What a round's report must contain, and where its mechanism's values lie
+    (:mod:`ldpgraph.protocols.support`); the server validates replies against it.
+    ``feature_support``: of the feature vector (default: the 1-bit mechanism's {0, 1});
+    ``extra_support``: of every scalar extra, required when there are extras."""
 
     adjacency: bool = True
     features: bool = False
     extras: tuple[str, ...] = ()
+    feature_support: Support = BITS
+    extra_support: Support | None = None
+
+    def __post_init__(self) -> None:
+        if self.extras and self.extra_support is None:
+            raise ValueError(f"report extras {self.extras} declare no support")
 
     def expected(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~ldpgraph.protocols.reports.decode_report` that

@@ -1,7 +1,8 @@
 """The server's side of collection over a Flower Grid: wait for the SuperNodes, learn which
 logical nodes each hosts, send the round messages in batches and validate every reply.
 
-A SuperNode hosts one or more logical node-clients. Its reply carries one ConfigRecord per
+A SuperNode hosts one or more logical node-clients; which ones is the manifest's to say
+(:mod:`ldpgraph.server.binding`), not the SuperNode's. Its reply carries one ConfigRecord per
 hosted node: the node's wire report, or a refusal. Nothing in a reply is trusted: a record for
 a node the SuperNode does not host, a malformed report, a duplicate or an error reply is
 dropped with a logged reason and counted; the run goes on with the rest.
@@ -30,6 +31,14 @@ from ldpgraph.protocols.reports import (
 )
 from ldpgraph.protocols.types import Report
 
+from .binding import (
+    BindingError,
+    HelloStats,
+    Manifest,
+    grant_claims,
+    key_fingerprint,
+    parse_claim,
+)
 from .rounds import Replies, RoundStats
 
 log = logging.getLogger("ldpgraph.server")
@@ -59,7 +68,8 @@ def settled_node_count(grid: Grid, timeout: float, settle: float = 2.0) -> int:
 class GridCollector:
     """Collects the rounds of one protocol run over a Grid (a collector of
     :func:`ldpgraph.server.rounds.run_rounds`): after :meth:`discover`, every round message
-    also carries the hello's values (where the nodes' data lies)."""
+    also carries the hello's values (where the nodes' data lies). ``manifest``: which
+    SuperNode key may host which node (a deployment's curator file); None in simulation."""
 
     def __init__(
         self,
@@ -72,6 +82,7 @@ class GridCollector:
         batch_size: int = 512,
         progress: Callable[[int], None] | None = None,
         abort: threading.Event | None = None,
+        manifest: Manifest | None = None,
     ) -> None:
         self.grid = grid
         self.abort = abort or threading.Event()
@@ -85,6 +96,8 @@ class GridCollector:
         #: How many hosted nodes count their budget in each unit, as their SuperNode's hello
         #: states it ("unstated" when it does not say, or says something unknown).
         self.units: dict[str, int] = {}
+        self.manifest = manifest
+        self.hello_stats = HelloStats()
         self.where: dict[str, Any] = {}  # the hello's where-values, added to every round
 
     # -- connection -------------------------------------------------------------------------
@@ -151,8 +164,22 @@ class GridCollector:
                 time.sleep(0.02)
         return out
 
+    def supernode_keys(self, supernodes: Any) -> dict[int, str | None]:
+        """The fingerprint of each SuperNode's authenticated key, as the SuperLink knows it
+        (None: it has none, e.g. a SuperLink without SuperNode authentication)."""
+        out: dict[int, str | None] = dict.fromkeys(supernodes)
+        for info in self.grid.get_nodes():
+            if info.node_id in out and info.public_key:
+                try:
+                    out[info.node_id] = key_fingerprint(info.public_key)
+                except BindingError:
+                    log.warning("SuperNode %s has an unreadable public key", info.node_id)
+        return out
+
     def discover(self, where: dict[str, Any]) -> dict[int, np.ndarray]:
-        """Ask every SuperNode which logical nodes it hosts; keep only consistent claims.
+        """Ask every SuperNode which logical nodes it hosts; grant each the ids the manifest
+        binds to its key (:mod:`ldpgraph.server.binding`), or, without one, the ids no other
+        SuperNode claims.
         ``where``: where the nodes' data lies (``WHERE_KEYS`` of
         :mod:`ldpgraph.protocols.messages`), told again with every round."""
         hello = RoundMessage.hello(where)
@@ -164,8 +191,8 @@ class GridCollector:
         replies = self._exchange(
             hello, supernodes, "hello", timeout=self.wait_timeout + self.round_timeout
         )
-        claimed = np.zeros(self.num_nodes, dtype=bool)
-        hosts: dict[int, np.ndarray] = {}
+        claims: dict[int, np.ndarray | None] = {}
+        stated: dict[int, str] = {}  # the budget unit each SuperNode's hello states
         for sid in supernodes:
             reply = replies.get(sid)
             if (
@@ -177,31 +204,18 @@ class GridCollector:
                 log.warning("SuperNode %s gave no usable hello reply (%s)", sid, reason[:200])
                 continue
             raw = reply.content.config_records[HOSTS_RECORD].get("nodes")
-            if not isinstance(raw, bytes) or len(raw) % 4:
+            claims[sid] = parse_claim(raw, self.num_nodes)
+            if claims[sid] is None:
                 log.warning("SuperNode %s sent a malformed host list", sid)
-                continue
-            ids = np.frombuffer(raw, dtype="<i4").astype(np.int64)
-            if (
-                ids.size == 0
-                or ids.min() < 0
-                or ids.max() >= self.num_nodes
-                or np.unique(ids).size != ids.size
-            ):
-                log.warning("SuperNode %s claims invalid node ids", sid)
-                continue
-            taken = claimed[ids]
-            if taken.any():
-                log.warning(
-                    "SuperNode %s claims %d node(s) already hosted elsewhere; ignored",
-                    sid,
-                    int(taken.sum()),
-                )
-                ids = ids[~taken]
-            claimed[ids] = True
-            hosts[sid] = ids
             unit = reply.content.config_records[HOSTS_RECORD].get("unit")
-            unit = unit if unit in ("per-bit", "per-vector") else "unstated"
-            self.units[unit] = self.units.get(unit, 0) + int(ids.size)
+            stated[sid] = unit if unit in ("per-bit", "per-vector") else "unstated"
+        keys = self.supernode_keys(claims) if self.manifest is not None else None
+        hosts, self.hello_stats = grant_claims(claims, self.num_nodes, self.manifest, keys)
+        for reason, count in self.hello_stats.reasons.items():
+            log.warning("hello: %d claim(s) refused: %s", count, reason)
+        for sid, ids in hosts.items():  # the units of the nodes actually granted
+            unit = stated.get(sid, "unstated")
+            self.units[unit] = self.units.get(unit, 0) + int(len(ids))
         self.hosts = hosts
         return hosts
 

@@ -25,6 +25,7 @@ import numpy as np
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ldpgraph.protocols.batch import ReportBatch
 from ldpgraph.protocols.messages import RoundMessage
+from ldpgraph.protocols.support import Support
 from ldpgraph.protocols.types import Release, Report
 
 log = logging.getLogger("ldpgraph.server")
@@ -115,7 +116,9 @@ def run_rounds(
         t0 = time.perf_counter()
         replies = collector.collect(protocol, message, length)
         t1 = time.perf_counter()
-        result, stats = validate_replies(protocol, round_, replies, curator.num_nodes, length)
+        result, stats = validate_replies(
+            protocol, round_, replies, curator.num_nodes, length, curator.feature_domain
+        )
         rounds.append(stats.to_dict())
         require_reports(protocol.name, round_, stats.replied, stats.asked, stats.refused)
         out = protocol.server_step(round_, result, curator, seed)
@@ -136,20 +139,22 @@ def validate_replies(
     replies: Replies,
     num_nodes: int,
     num_features: int | None,
+    domain: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[RoundResult, RoundStats]:
-    """Check every report against what round ``round_`` asked for; a bad one is dropped,
+    """Check every report against what round ``round_`` asked for and against its
+    mechanism's support (``domain``: the public feature domain); a bad one is dropped,
     counted as rejected and its reason logged. Returns the round's usable reports (with the
     nodes that sent none) and the completed counts."""
     schema = protocol.schema(round_)
     stats = replies.stats
     if isinstance(replies.reports, ReportBatch):
-        problems = batch_problems(replies.reports, round_, num_nodes, num_features, schema)
+        problems = batch_problems(replies.reports, round_, num_nodes, num_features, schema, domain)
         valid: Mapping[int, Report] = replies.reports.drop(problems)
     else:
         problems = {}
         valid = {}
         for node, report in replies.reports.items():
-            problem = report_problem(report, node, round_, num_nodes, num_features, schema)
+            problem = report_problem(report, node, round_, num_nodes, num_features, schema, domain)
             if problem is None:
                 valid[node] = report
             else:
@@ -176,6 +181,7 @@ def batch_problems(
     num_nodes: int,
     num_features: int | None,
     schema: ReportSchema,
+    domain: tuple[float, float] = (0.0, 1.0),
 ) -> dict[int, str]:
     """:func:`report_problem` for every report of a batch, read from its arrays: the nodes
     whose report is invalid, each with its (first) reason."""
@@ -208,6 +214,9 @@ def batch_problems(
             flag(~has_feat, f"features are not a vector of length {num_features}")
             if x.dtype.kind == "f":
                 flag(~np.isfinite(x).all(axis=1), "features are not finite")
+            support = schema.feature_support
+            outside = support.outside(x, num_nodes, domain).any(axis=1)
+            flag(has_feat & outside, _outside("features", support, num_nodes, domain))
     else:
         flag(has_feat, "features sent in a round that did not ask for them")
     for key in schema.extras:
@@ -216,7 +225,17 @@ def batch_problems(
             flag(everyone, f"missing or invalid field {key!r}")
         else:
             flag(~(sent & np.isfinite(values)), f"missing or invalid field {key!r}")
+    for key in schema.extras:
+        values, sent = batch.extras.get(key, (None, None))
+        if values is not None and schema.extra_support is not None:
+            outside = schema.extra_support.outside(values, num_nodes, domain)
+            flag(outside, _outside(f"field {key!r}", schema.extra_support, num_nodes, domain))
     return problems
+
+
+def _outside(what: str, support: Support, num_nodes: int, domain: tuple[float, float]) -> str:
+    """The reason a report is dropped for a value its mechanism cannot output."""
+    return f"{what} outside the mechanism's support ({support.describe(num_nodes, domain)})"
 
 
 def _adjacency_problems(batch: ReportBatch, num_nodes: int, chunk: int = 1 << 24):
@@ -255,8 +274,10 @@ def report_problem(
     num_nodes: int,
     num_features: int | None,
     schema: ReportSchema,
+    domain: tuple[float, float] = (0.0, 1.0),
 ) -> str | None:
-    """Why ``report`` is not a valid report of ``node`` for this round, or None."""
+    """Why ``report`` is not a valid report of ``node`` for this round (its shape, or a
+    value outside its mechanism's support), or None."""
     if not isinstance(report, Report):
         return f"not a report ({type(report).__name__})"
     if not 0 <= node < num_nodes or report.node_id != node:
@@ -281,12 +302,21 @@ def report_problem(
             return f"features are not a vector of length {num_features}"
         if x.dtype.kind == "f" and not np.isfinite(x).all():
             return "features are not finite"
+        support = schema.feature_support
+        if support.outside(x, num_nodes, domain).any():
+            return _outside("features", support, num_nodes, domain)
     elif x is not None:
         return "features sent in a round that did not ask for them"
     for key in schema.extras:
         value = report.extras.get(key)
         if not isinstance(value, float | int) or isinstance(value, bool) or not np.isfinite(value):
             return f"missing or invalid field {key!r}"
+    for key in schema.extras:
+        support = schema.extra_support
+        if support is not None and support.outside(
+            np.float64(report.extras[key]), num_nodes, domain
+        ):
+            return _outside(f"field {key!r}", support, num_nodes, domain)
     return None
 
 

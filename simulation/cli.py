@@ -416,9 +416,23 @@ def _add_partition(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-root", default=None, help=key_help("data_root"))
     p.add_argument(
         "--public-features",
-        action="store_true",
-        help="also give the server the true features (only for edge-LDP protocols whose server "
-        "sees them)",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="CONSENT",
+        help="also give the server the true features of the nodes that consent (only for "
+        "edge-LDP protocols whose server sees them): CONSENT is 'all' (the default when the "
+        "option is given alone) or a file of the consenting node ids; the rows of the others "
+        "are not written, and the record names who consented",
+    )
+    p.add_argument(
+        "--supernode-keys",
+        nargs="+",
+        default=None,
+        metavar="KEY.pub",
+        help="one SuperNode public key (deploy/make-supernode-keys.sh) per node file, in order: "
+        "the manifest binding each file's nodes to the SuperNode that alone may host them; a "
+        "deployment's server refuses a curator file without it",
     )
 
 
@@ -670,8 +684,10 @@ def _run_deploy(config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_partition(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from .datasets import load_dataset
-    from .partition import automatic_nodes_per_file, write_partition
+    from .partition import CuratorFileError, automatic_nodes_per_file, read_consent, write_partition
 
     if args.nodes_per_file < 0:
         raise UserError("--nodes-per-file must be >= 1 (or 0 for automatic)")
@@ -687,6 +703,12 @@ def cmd_partition(args: argparse.Namespace) -> int:
     check_cache_writable([args.dataset])
     graph = load_dataset(args.dataset, args.data_root)
     k = args.nodes_per_file or automatic_nodes_per_file(graph.num_nodes)
+    consent: bool | np.ndarray = False
+    try:
+        if args.public_features is not None:
+            consent = read_consent(args.public_features, graph.num_nodes)
+    except CuratorFileError as exc:
+        raise UserError(str(exc)) from None
     info = write_partition(
         graph,
         args.out,
@@ -695,11 +717,16 @@ def cmd_partition(args: argparse.Namespace) -> int:
         seed=args.seed,
         train_split=args.train_split,
         val_split=args.val_split,
-        public_features=args.public_features,
+        public_features=consent,
+        supernode_keys=args.supernode_keys,
     )
+    bound = "bound to their SuperNode keys" if info["bound"] else "bound to no SuperNode key"
+    shared = ""
+    if info["public_consent"] is not None:
+        shared = f"; true features of {info['public_consent']} consenting node(s)"
     print(
         f"partition {info['partition']}: {info['nodes']} nodes in {info['files']} node files "
-        f"of {k} nodes under {args.out}; curator file {info['curator']}"
+        f"of {k} nodes under {args.out} ({bound}{shared}); curator file {info['curator']}"
     )
     return 0
 

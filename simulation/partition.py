@@ -5,8 +5,10 @@ nodes' adjacency rows and features, tagged with the partition's id and checksumm
 file holds everything the server of a deployment may know, and nothing else; the ServerApp runs
 from it (``curator`` in the run config) instead of loading the dataset: node ids
 (``0..n-1``, and which block of them each node file holds), labels and the seeded split, n, d,
-the number of classes, the public feature domain and — only for protocols whose server sees the
-true features (edge-LDP settings) — the feature matrix. No adjacency, no private features.
+the number of classes, the public feature domain, the manifest (with ``--supernode-keys``: which
+SuperNode's authentication key may host each node file, :mod:`ldpgraph.server.binding`) and —
+only for protocols whose server sees the true features (edge-LDP settings), and only the rows of
+the nodes that consented to that — the feature matrix. No adjacency, no private features.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from ldpgraph.client.nodedata import write_store
 from ldpgraph.protocols.graph import Graph
+from ldpgraph.server.binding import BindingError, Manifest, key_fingerprint
 
 from .splits import Split, make_split
 
@@ -57,10 +60,21 @@ class Curator:
     split: Split
     blocks: list[dict[str, Any]] = field(default_factory=list)
     public_features: np.ndarray | None = None
+    #: Which nodes consented to their true features going to the server (with
+    #: ``public_features``; the rows of the others are zero).
+    public_consent: np.ndarray | None = None
 
     @property
     def num_edges(self) -> None:
         return None
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The node → SuperNode-key binding of the node files (None: the partition has none)."""
+        try:
+            return Manifest.from_blocks(self.num_nodes, self.blocks)
+        except BindingError as exc:
+            raise CuratorFileError(f"{self.path}: {exc}") from None
 
     def split_for(self, seed: int, train: float, val: float) -> Any:
         """The stored split when it is the run's; else the run's own (a public function of n
@@ -86,10 +100,16 @@ def write_partition(
     seed: int = 0,
     train_split: float = 0.5,
     val_split: float = 0.25,
-    public_features: bool = False,
+    public_features: bool | np.ndarray = False,
+    supernode_keys: list[str | Path] | None = None,
 ) -> dict[str, Any]:
     """Write one node file per block of ``nodes_per_file`` nodes and the curator file into
     ``out`` (which must be empty or absent); returns a summary.
+
+    ``public_features``: True (every node consents) or a boolean mask of the nodes that
+    consent to their true features going to the server; the other rows are not written.
+    ``supernode_keys``: one OpenSSH public key file per node file, in order: the SuperNode
+    that alone may host that file's nodes (the manifest).
 
     Everything is checked before anything is written, and the files are written into a
     hidden sibling directory that is renamed to ``out`` at the end: a failed or interrupted
@@ -100,6 +120,15 @@ def write_partition(
     if nodes_per_file < 1:
         raise CuratorFileError("nodes-per-file must be >= 1")
     n = graph.num_nodes
+    consent = _consent_mask(public_features, n)
+    files = -(-n // nodes_per_file)
+    keys = None
+    if supernode_keys is not None:
+        if len(supernode_keys) != files:
+            raise CuratorFileError(
+                f"{len(supernode_keys)} SuperNode key(s) for {files} node files: give one per file"
+            )
+        keys = [_fingerprint_file(Path(k)) for k in supernode_keys]
     try:
         split = make_split(n, seed, train_split, val_split)
     except ValueError as exc:
@@ -109,7 +138,7 @@ def write_partition(
     try:
         info = _write_files(
             graph, work, nodes_per_file, split, dataset, seed, train_split, val_split,
-            public_features,
+            consent, keys,
         )  # fmt: skip
         if out.exists():
             out.rmdir()
@@ -129,7 +158,8 @@ def _write_files(
     seed: int,
     train_split: float,
     val_split: float,
-    public_features: bool,
+    consent: np.ndarray | None,
+    keys: list[str] | None,
 ) -> dict[str, Any]:
     n = graph.num_nodes
     edges = np.ascontiguousarray(graph.edges).tobytes()
@@ -164,7 +194,10 @@ def _write_files(
             checksums=True,
             extra={"graph": graph_id},
         )
-        blocks.append({"file": name, "first": first, "count": last - first})
+        block = {"file": name, "first": first, "count": last - first}
+        if keys is not None:
+            block["supernode"] = keys[i]
+        blocks.append(block)
     write_curator(
         out,
         partition=partition,
@@ -176,9 +209,64 @@ def _write_files(
         split_fractions=(train_split, val_split),
         split=split,
         blocks=blocks,
-        public_features=graph.x if public_features else None,
+        public_features=None if consent is None else _consented_rows(graph.x, consent),
+        public_consent=consent,
     )
-    return {"partition": partition, "nodes": n, "files": len(blocks)}
+    return {
+        "partition": partition,
+        "nodes": n,
+        "files": len(blocks),
+        "bound": keys is not None,
+        "public_consent": None if consent is None else int(consent.sum()),
+    }
+
+
+def _consent_mask(public_features: bool | np.ndarray, n: int) -> np.ndarray | None:
+    """The nodes whose true features may go to the server (None: no public features)."""
+    if isinstance(public_features, bool | np.bool_):
+        return np.ones(n, dtype=bool) if public_features else None
+    mask = np.asarray(public_features)
+    if mask.dtype != bool or mask.shape != (n,):
+        raise CuratorFileError(f"public-features consent must be a boolean mask of {n} nodes")
+    return mask
+
+
+def _consented_rows(x: np.ndarray, consent: np.ndarray) -> np.ndarray:
+    """The feature matrix with the rows of the nodes that did not consent zeroed (never
+    written)."""
+    out = np.zeros_like(np.asarray(x))
+    out[consent] = np.asarray(x)[consent]
+    return out
+
+
+def _fingerprint_file(path: Path) -> str:
+    try:
+        return key_fingerprint(path.read_bytes())
+    except OSError as exc:
+        raise CuratorFileError(f"cannot read SuperNode key {path}: {exc.strerror}") from None
+    except BindingError as exc:
+        raise CuratorFileError(f"{path}: {exc}") from None
+
+
+def read_consent(spec: str, n: int) -> np.ndarray:
+    """``--public-features`` CONSENT: ``all``, or a file listing the ids of the nodes that
+    consent (whitespace- or comma-separated); a boolean mask of the n nodes."""
+    if spec == "all":
+        return np.ones(n, dtype=bool)
+    try:
+        text = Path(spec).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CuratorFileError(f"cannot read the consent file {spec}: {exc}") from None
+    tokens = text.replace(",", " ").split()
+    try:
+        ids = np.asarray([int(t) for t in tokens], dtype=np.int64)
+    except ValueError:
+        raise CuratorFileError(f"{spec}: node ids must be integers") from None
+    if ids.size and (ids.min() < 0 or ids.max() >= n):
+        raise CuratorFileError(f"{spec}: node ids must be in [0, {n})")
+    mask = np.zeros(n, dtype=bool)
+    mask[ids] = True
+    return mask
 
 
 def automatic_nodes_per_file(num_nodes: int) -> int:
@@ -199,6 +287,7 @@ def write_curator(
     split: Any,
     blocks: list[dict[str, Any]],
     public_features: np.ndarray | None = None,
+    public_consent: np.ndarray | None = None,
 ) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -225,9 +314,12 @@ def write_curator(
     }
     if public_features is not None:
         np.save(directory / FEATURES, np.ascontiguousarray(public_features))
+        if public_consent is None:
+            public_consent = np.ones(int(y.shape[0]), dtype=bool)
         doc["public_features"] = {
             "file": FEATURES,
             "sha256": hashlib.sha256((directory / FEATURES).read_bytes()).hexdigest(),
+            "consented": np.flatnonzero(public_consent).tolist(),
         }
     path = directory / FILE
     path.write_text(json.dumps(doc, separators=(",", ":")))
@@ -274,8 +366,29 @@ def load_curator(path: str | Path) -> Curator:
         raise CuratorFileError(f"corrupt curator file {path}: bad or missing field {exc}") from None
     _check(curator)
     if "public_features" in doc:
-        curator.public_features = _load_features(path.parent, doc["public_features"], curator)
+        entry = doc["public_features"]
+        curator.public_features = _load_features(path.parent, entry, curator)
+        curator.public_consent = _load_consent(path, entry, curator)
+    curator.manifest  # noqa: B018 (a half-bound manifest is refused on load)
     return curator
+
+
+def _load_consent(path: Path, entry: dict[str, Any], c: Curator) -> np.ndarray:
+    """The consent mask; a curator file of before per-node consent (no ``consented``) is
+    read as: every node's features were shipped."""
+    mask = np.zeros(c.num_nodes, dtype=bool)
+    ids = entry.get("consented")
+    if ids is None:
+        mask[:] = True
+        return mask
+    try:
+        ids = np.asarray(ids, dtype=np.int64)
+    except (TypeError, ValueError):
+        raise CuratorFileError(f"{path}: bad public-features consent list") from None
+    if ids.ndim != 1 or (ids.size and (ids.min() < 0 or ids.max() >= c.num_nodes)):
+        raise CuratorFileError(f"{path}: bad public-features consent list")
+    mask[ids] = True
+    return mask
 
 
 def _check(c: Curator) -> None:

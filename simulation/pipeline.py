@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ldpgraph.protocols.base import CuratorView, training_labels
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
@@ -210,6 +212,25 @@ def curator_view(
     )
 
 
+def public_consent(graph: Any, listed: int = 1000) -> dict[str, Any]:
+    """Which nodes' true features the server used: in a deployment those that consented when
+    the graph was partitioned (the rows of the others were never written), in simulation all
+    of them (the harness plays every node). The ids that did not consent are listed (up to
+    ``listed`` of them)."""
+    consent = getattr(graph, "public_consent", None)
+    n = int(graph.num_nodes)
+    if consent is None:
+        return {"consented": n, "of": n, "declined": [], "source": "simulation: every node"}
+    declined = np.flatnonzero(~np.asarray(consent, dtype=bool))
+    return {
+        "consented": n - int(declined.size),
+        "of": n,
+        "declined": declined[:listed].tolist(),
+        "declined_listed": int(min(declined.size, listed)),
+        "source": "curator file: each node's consent given to the partitioner",
+    }
+
+
 def replay_for(config: RunConfig, graph: Graph) -> ReplayCollector | None:
     """A collector that collects ``config``'s reports once and hands them to every
     :func:`release` of configurations that differ only in server-side post-processing (τ, l),
@@ -250,6 +271,7 @@ def release(
                 progress,
                 supernodes=len(graph.blocks) if deployed else None,
                 partition=graph.partition if deployed else "",
+                manifest=graph.manifest if deployed else None,
             )
     if config.backend == "deploy":
         raise ValueError("the deploy backend runs inside a ServerApp on a SuperLink")
@@ -350,6 +372,8 @@ def run(
     )
     if bar:
         bar.close()
+    if uses_public_features(config.protocol):
+        released.stats["public_features"] = public_consent(graph)
 
     if not _metrics(config):
         say(f"released a {released.kind}; no metrics (--metrics none)")

@@ -85,6 +85,7 @@ from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_l
 from ..params import Param
 from ..registry import register
 from ..rng import DEGREE, node_rng
+from ..support import noisy_count
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, extra_reports, feature_reports
 from .hogs import FR_THRESHOLD, reconstruct_features
@@ -774,6 +775,7 @@ class BlinkProtocol(LdpProtocol):
             adjacency=self.sends_adjacency,
             features=not self.params.public_features,
             extras=(DEGREE_FIELD,),
+            extra_support=noisy_count(self.params.eps_degree),
         )
 
     def client_step(

@@ -22,6 +22,7 @@ from ..base import (
 from ..batch import NodeBatch, ReportBatch
 from ..graph import canonical_edges
 from ..registry import register
+from ..support import DOMAIN
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
 from .node_reports import noisy_features, rr_onebit_batch
@@ -34,7 +35,8 @@ from .node_reports import noisy_features, rr_onebit_batch
 )
 class NonPrivate(LdpProtocol):
     """``none``: nodes upload their true row and features (ε = ∞). Only nodes that trust the
-    curator take part; the release is the original graph (the upper bound in every figure)."""
+    curator take part; the release is the original graph (the upper bound in every figure)
+    restricted to the edges both endpoints uploaded."""
 
     name = "none"
     raw_upload = True
@@ -47,7 +49,7 @@ class NonPrivate(LdpProtocol):
         return math.inf
 
     def schema(self, round_: int) -> ReportSchema:
-        return ReportSchema(adjacency=True, features=True)
+        return ReportSchema(adjacency=True, features=True, feature_support=DOMAIN)
 
     def client_step(self, round_: int, view: NodeView, server_msg: dict, seed: int) -> Report:
         feats = np.asarray(view.features)
@@ -78,8 +80,12 @@ class NonPrivate(LdpProtocol):
     ) -> Release:
         n, d = curator.num_nodes, curator.num_features
         reported, _ = adjacency_reports(result.reports, n)
-        coo = reported.tocoo()
-        edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
+        # An edge is kept only when both endpoints upload it: one consenting node cannot
+        # inject an edge to another, nor reveal an edge of a node that did not upload (the
+        # cost: an edge whose other endpoint refused or dropped out is not in the graph).
+        confirmed = reported.multiply(reported.T).tocoo()
+        edges = canonical_edges(np.stack([confirmed.row, confirmed.col], axis=1), n)
+        one_sided = int(reported.nnz - confirmed.nnz)
         dtype = np.uint8
         reports = result.reports
         if isinstance(reports, ReportBatch):  # one feature dtype for all its rows
@@ -92,7 +98,7 @@ class NonPrivate(LdpProtocol):
             edges=edges,
             x=x,
             privacy=self.privacy_report(d),
-            stats={"adjacency_reports": len(result.reports)},
+            stats={"adjacency_reports": len(result.reports), "one_sided_edges_dropped": one_sided},
         )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:

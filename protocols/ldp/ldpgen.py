@@ -78,6 +78,7 @@ from ..params import Param
 from ..registry import register
 from ..rng import DEGREE, node_rng, stage_rng
 from ..sorting import union_ints
+from ..support import noisy_count
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import feature_reports
 from .hogs import reconstruct_features
@@ -497,9 +498,12 @@ class LdpGenProtocol(LdpProtocol):
                 adjacency=False,
                 features=not self.params.public_features,
                 extras=extra_names(self.params.k0),
+                extra_support=noisy_count(self.params.eps1),
             )
         if round_ == 1:
-            return ReportSchema(adjacency=False, features=True)
+            return ReportSchema(
+                adjacency=False, features=True, feature_support=noisy_count(self.params.eps2)
+            )
         raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
 
     def public_message(self, round_: int, seed: int) -> dict[str, Any]:

@@ -72,14 +72,23 @@ def release_over_grid(
     abort: threading.Event | None = None,
     supernodes: int | None = None,
     partition: str = "",
+    manifest: Any = None,
 ) -> tuple[Release, dict[str, float]]:
     """Run every round of ``protocol`` over a Flower Grid and return the release.
 
     ``supernodes``: how many SuperNodes the federation has, when the caller started it;
     ``None`` (``flwr run``) counts those that connect and spreads the nodes over them.
     ``graph`` None: a deployment, where each SuperNode reads its own node file (of
-    ``partition``) and ``supernodes`` is the number of node files."""
+    ``partition``) and ``supernodes`` is the number of node files; ``manifest`` (its curator
+    file's, :class:`~ldpgraph.server.binding.Manifest`) binds each node to its SuperNode's key,
+    and a deployment without one is refused."""
     from ldpgraph.server.collector import GridCollector, settled_node_count
+
+    if graph is None and manifest is None:
+        raise ConfigError(
+            "the curator file binds no node file to a SuperNode key, so any SuperNode could "
+            "claim any node: partition again with --supernode-keys"
+        )
 
     (workdir / "server-started").touch()
     n = curator.num_nodes
@@ -106,6 +115,7 @@ def release_over_grid(
         round_timeout=config.round_timeout,
         progress=None,
         abort=abort,
+        manifest=manifest,
     )
     t0 = time.perf_counter()
     where = {
@@ -125,6 +135,7 @@ def release_over_grid(
         ),
         "nodes_per_client": k,
         "supernodes": len(collector.hosts),
+        "hello": collector.hello_stats.to_dict(),
         "rounds": done.rounds,
         "node_randomness": (
             "node-owned: each SuperNode's own configuration (OS entropy unless its "

@@ -197,7 +197,7 @@ def _run_loader(info: DatasetInfo, root: Path) -> Graph:
 
 def _damaged_file(root: Path, info: DatasetInfo) -> Path | None:
     """The first raw file of ``info`` its own format's reader rejects (after a loader failed)."""
-    import pickle
+    from .safe_pickle import load_pickle
 
     for rel in info.raw_files:
         path = root / rel
@@ -209,8 +209,7 @@ def _damaged_file(root: Path, info: DatasetInfo) -> Path | None:
             elif path.name.endswith(".index"):
                 np.loadtxt(path, dtype=np.int64, ndmin=1)
             elif path.name.startswith("ind."):  # Planetoid's pickles, read as PyG reads them
-                with open(path, "rb") as fh:
-                    pickle.load(fh, encoding="latin1")
+                load_pickle(path, encoding="latin1")
             elif path.suffix == ".json":
                 json.loads(path.read_text(encoding="utf-8"))
             elif path.suffix == ".csv":

@@ -23,7 +23,6 @@ IMDB), and the later IJCAI version's resamples ``dblp-new-collection`` (``new_db
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from ldpgraph.protocols.graph import Graph, split_by_offsets
 
 from .build import make_graph
 from .info import DatasetError, DatasetInfo, Stats
+from .safe_pickle import load_pickle
 
 #: Where the mirror holds the DPGGAN pickles (``haonan3/Secure-Network-Release-with-Link-Privacy``
 #: ``data.zip``: ``data/orig/*.pkl``).
@@ -85,8 +85,7 @@ def _load_pickle(root: Path, info: DatasetInfo) -> Graph:
         import networkx  # noqa: F401  (unpickling the list of networkx graphs needs it)
     except ImportError as err:  # pragma: no cover - networkx is a dependency
         raise DatasetError(f"{path}: reading it needs networkx") from err
-    with open(path, "rb") as fh:
-        items = pickle.load(fh)  # noqa: S301 - the mirror's file, sha256 in MANIFEST.md
+    items = load_pickle(path)  # networkx graphs only: a poisoned file is refused
     if not isinstance(items, list):
         raise DatasetError(f"{path}: expected a list of networkx graphs, found {type(items)}")
     graphs, labels = [], []

@@ -12,6 +12,7 @@ from .build import make_graph
 from .download import fetch_each
 from .info import DatasetInfo, Stats
 from .locations import cache_dir
+from .safe_pickle import load_pickle
 
 
 def _pyg_workdir(root: Path, info: DatasetInfo) -> Path:
@@ -41,6 +42,11 @@ def _load_planetoid(root: Path, info: DatasetInfo) -> Graph:
     from torch_geometric.datasets import Planetoid
 
     folder = Path(info.raw_files[0]).parts[1]  # Planetoid/<Folder>/raw/...
+    # PyG unpickles the ind.* files with no restriction: read each with ours first, so a
+    # file naming anything but numpy/scipy data is refused before PyG runs it.
+    for rel in info.raw_files:
+        if not rel.endswith(".index"):
+            load_pickle(root / rel, encoding="latin1")
     base = _pyg_workdir(root, info)
     dataset = Planetoid(root=str(base / "Planetoid"), name=folder)
     data = dataset[0]

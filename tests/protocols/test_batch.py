@@ -32,6 +32,7 @@ from ldpgraph.protocols.rng import (
     node_rng,
     stream_words,
 )
+from ldpgraph.protocols.support import noisy_count
 from ldpgraph.protocols.types import Report
 from ldpgraph.server.rounds import batch_problems, report_problem
 from ldpgraph.simulation.datasets.synthetic import synthetic_graph
@@ -337,7 +338,9 @@ def test_batch_validation_matches_the_per_report_checks():
     feats[5, 1] = np.nan  # not finite
     reports = [Report(v, 0, n, rows[v], feats[v], {"degree": 2.0} if v != 0 else {}) for v in rows]
     batch = ReportBatch.from_reports(np.arange(7), reports, 0, n)
-    schema = ReportSchema(adjacency=True, features=True, extras=("degree",))
+    schema = ReportSchema(
+        adjacency=True, features=True, extras=("degree",), extra_support=noisy_count(1.0)
+    )
     want = {
         r.node_id: p
         for r in reports

@@ -12,6 +12,7 @@ from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ldpgraph.protocols.messages import RoundMessage
 from ldpgraph.protocols.registry import make_protocol, protocol_names, uses_public_features
+from ldpgraph.protocols.support import noisy_count
 from ldpgraph.protocols.types import PrivacyReport, Release, Report
 from ldpgraph.server.rounds import (
     NoReportsError,
@@ -51,7 +52,9 @@ class Phases(LdpProtocol):
         return 1.0
 
     def schema(self, round_: int) -> ReportSchema:
-        return ReportSchema(adjacency=True, features=False, extras=("value",))
+        return ReportSchema(
+            adjacency=True, features=False, extras=("value",), extra_support=noisy_count(1.0)
+        )
 
     def public_message(self, round_: int, seed: int) -> dict[str, Any]:
         if round_ >= self.rounds:

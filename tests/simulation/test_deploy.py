@@ -4,7 +4,8 @@ scripts of deploy/ exactly as README's "Deploy" section runs them, and runs subm
 ``ldpgraph run --backend deploy``.
 
 Checks: the deployed nodes draw their own noise and keep their own ledgers; a SuperNode without a
-registered key is refused; a SuperNode whose nodes do not trust the curator refuses a
+registered key is refused; a registered SuperNode the partition's manifest does not name claims
+block 0 in every run and gets none of it; a SuperNode whose nodes do not trust the curator refuses a
 raw-upload round; a SuperNode killed mid-run leaves its block counted as missing and the run
 completes. Every process started here carries a tag in its environment and is stopped at the
 end (also on failure); the test checks that none is left. Traffic: 127.0.0.1 only.
@@ -184,11 +185,15 @@ def fed(tmp_path_factory):
     try:
         # README, Deploy: machine A (SuperLink) ...
         assert f.sh(DEPLOY / "make-certs.sh", "-o", "certs", HOST, "localhost").returncode == 0
-        r = f.sh(DEPLOY / "make-supernode-keys.sh", "-o", "keys", "b0", "b1", "b2", "rogue")
+        r = f.sh(
+            DEPLOY / "make-supernode-keys.sh", "-o", "keys", "b0", "b1", "b2", "rogue", "impostor"
+        )
         assert r.returncode == 0, r.stderr
+        # The manifest: node file i may be hosted only by the SuperNode holding key b<i>.
         r = f.sh(
             BIN / "ldpgraph", "partition", "--dataset", DATASET, "--out", "part",
             "--nodes-per-file", str(BLOCK),
+            "--supernode-keys", *(f"keys/b{i}.pub" for i in range(3)),
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
         f.start(
@@ -196,7 +201,7 @@ def fed(tmp_path_factory):
             "--port", str(f.port), "--state", "state",
         )  # fmt: skip
         wait_for(lambda: "Uvicorn running" in f.log("superlink"), 60, "the SuperLink")
-        pubs = [f"keys/b{i}.pub" for i in range(3)]
+        pubs = [f"keys/b{i}.pub" for i in range(3)] + ["keys/impostor.pub"]
         r = f.sh(
             DEPLOY / "register-supernodes.sh", "--superlink", f.address, "--ca", "certs/ca.crt",
             *pubs,
@@ -209,8 +214,12 @@ def fed(tmp_path_factory):
         f.supernode("sn0", "b0", 0, free_port(), *per_bit, "--trust-curator")
         f.supernode("sn1", "b1", 1, free_port(), *per_bit, "--trust-curator")
         f.supernode("sn2", "b2", 2, free_port(), *per_bit)
-        for i in range(3):
-            wait_for(lambda i=i: "SuperNode ID" in f.log(f"sn{i}"), 60, f"SuperNode {i}")
+        # A registered SuperNode the manifest does not name, serving a copy of block 0's file
+        # and claiming its nodes: its claims are refused in every run, block 0 stays sn0's.
+        f.supernode("impostor", "impostor", 0, free_port(), *per_bit,
+                    "--ledger", "impostor/ledger")  # fmt: skip
+        for name in ("sn0", "sn1", "sn2", "impostor"):
+            wait_for(lambda name=name: "SuperNode ID" in f.log(name), 60, name)
         yield f
     finally:
         f.stop()
@@ -232,8 +241,12 @@ def test_deployed_hogs_uses_node_entropy_and_ledgers(fed):
     assert record["config"]["backend"] == "deploy"
     assert record["config"]["dataset"] == DATASET
     collection = record["release"]["collection"]
-    assert collection["supernodes"] == 3
+    assert collection["supernodes"] == 3, collection
     assert collection["rounds"][0]["replied"] == 90
+    # The impostor claimed block 0 first or last: it got none, sn0 kept all of it.
+    hello = collection["hello"]
+    assert hello["granted"] == 90 and hello["refused_claims"] == BLOCK, hello
+    assert hello["binding"].startswith("manifest")
     assert collection["node_randomness"].startswith("node-owned")
     assert collection["node_units"] == {"per-bit": 90}  # as each SuperNode's hello states it
     assert record["fingerprint"] != sim["fingerprint"]
