@@ -32,8 +32,9 @@ def local_and_flower(config) -> tuple[dict[str, Any], dict[str, Any]]:
 
     from ldpgraph.simulation.pipeline import run
 
-    local = run(replace(config, backend="local", device="cpu"))
-    flower = run(replace(config, backend="flower", ray_actors=2, device="cpu"))
+    # seeded: the central release's noise is the run seed's, so the two can be compared
+    local = run(replace(config, backend="local", device="cpu", seeded=True))
+    flower = run(replace(config, backend="flower", ray_actors=2, device="cpu", seeded=True))
     assert flower["release_kind"] == local["release_kind"]
     assert flower["fingerprint"] == local["fingerprint"]
     assert flower["accuracy"] == local["accuracy"]
