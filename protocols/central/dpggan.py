@@ -218,7 +218,9 @@ class DpgGan(CentralStrategy):
     @classmethod
     def from_params(cls, name: str, **params: Any) -> DpgGan:
         if params.get("epsilon_convention", "paper") != "paper":
-            raise ProtocolParameterError(f"{name}: epsilon-convention proven: {NO_PROVEN_CONVENTION}")
+            raise ProtocolParameterError(
+                f"{name}: epsilon-convention proven: {NO_PROVEN_CONVENTION}"
+            )
         strategy = cls(name == "dpggan", **params)
         strategy.plan()  # an unreachable ε is refused when the run is configured, not later
         return strategy
