@@ -153,7 +153,8 @@ def comparison_markdown(rows: Iterable[dict[str, Any]]) -> str:
             paper = cols.get("paper_epsilon")
             lines.append(
                 f"| {method_label(method)} | {_privacy_kind(protocol)} | {eps:g} | "
-                f"{_eps_cell(cols.get('formal_epsilon'))} | {_eps_cell(paper)} | {runs} | {_fmt(cols.get('accuracy'), 1)} | {_fmt(cols.get('edges_ratio'), 2)} | "
+                f"{_eps_cell(cols.get('formal_epsilon'))} | {_eps_cell(paper)} | {runs} | "
+                f"{_fmt(cols.get('accuracy'), 1)} | {_fmt(cols.get('edges_ratio'), 2)} | "
                 f"{_fmt(cols.get('graph_mre'), 3)} | "
                 f"{_fmt(cols.get('degree_ks'), 3)} | {_fmt(cols.get('lp_auc'), 3)} | "
                 f"{_fmt(cols.get('attack_max'), 3)} | {', '.join(best) or '–'} |"
