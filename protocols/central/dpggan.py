@@ -169,9 +169,10 @@ NO_PROOF = (
 )
 #: Why ``epsilon_convention proven`` is refused (one line).
 NO_PROVEN_CONVENTION = (
-    "no noise level on the generator's gradients gives a proof for the paper's training (the "
-    "unnoised encoder and discriminator see the raw graph at every step); use "
-    "--epsilon-convention paper (headline ε = ∞, the paper's figure beside it)"
+    "no proof is implemented for the paper's training (the only bound known charges every "
+    "step 2·|batch|·C without sampling amplification: vacuous at any noise that learns; a "
+    "sound variant is a later issue); use --epsilon-convention paper (headline ε = ∞, the "
+    "paper's figure beside it)"
 )
 
 _PARAMS = (

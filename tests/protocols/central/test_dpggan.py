@@ -163,7 +163,7 @@ def test_the_proven_convention_is_refused_in_one_line():
     from ldpgraph.simulation.config import ConfigError
 
     for name in ("dpggan", "dpgvae"):
-        with pytest.raises(ProtocolParameterError, match="no noise level") as err:
+        with pytest.raises(ProtocolParameterError, match="no proof is implemented") as err:
             make_protocol(name, epsilon_convention="proven", **FAST)
         assert "\n" not in str(err.value)
         config = RunConfig(protocol=name, dataset="dblp-collection", trust_curator=True,
