@@ -188,12 +188,14 @@ def summary(record: dict[str, Any]) -> str:
         trained = f" ({kind} release)"
     else:
         trained = f" with {c['model']}" if trains else " (graph release)"
+    first = f"ldpgraph run: {c['protocol']} on {c['dataset']}: {guarantee_line(pr, c)}"
+    head, _, beside = first.rpartition(" [")
     lines = [
-        *textwrap.wrap(
-            f"ldpgraph run: {c['protocol']} on {c['dataset']}: {guarantee_line(pr, c)}",
-            100,
-            subsequent_indent=" " * 16,
-            break_on_hyphens=False,
+        # the ε asked for and the paper's stay whole: on the next line if they do not fit
+        *(
+            [first]
+            if len(first) <= 100
+            else textwrap.wrap(head, 100, subsequent_indent=" " * 16) + [" " * 16 + "[" + beside]
         ),
         f"  run           {trained.strip(' ()') or 'graph release'}, seed {c['seed']}, "
         f"backend {c['backend']}",
@@ -275,7 +277,7 @@ def guarantee_line(privacy: dict[str, Any], config: dict[str, Any]) -> str:
     per = f"per {unit}" if unit and not unit.startswith(("none", "empirical")) else f"({unit})"
     head = f"ε = {_eps(float(eps))} {per}, δ = {privacy.get('delta', 0):.3g}"
     if math.isinf(float(eps)) and not unit.startswith(("none", "empirical")):
-        head += " (no proof: see privacy)"
+        head += ", no proof (see privacy)"
     asked = [f"asked ε = {config['epsilon']:g}"]
     paper = privacy.get("paper_epsilon")
     if isinstance(paper, int | float) and paper != eps:

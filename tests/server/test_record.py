@@ -120,10 +120,10 @@ def test_an_unproven_headline_leads_the_summary_and_survives_strict_json():
     rec["privacy"].update(unit="edge", epsilon=math.inf, delta=1e-5, paper_epsilon=8.0)
     rec["release"].update(replayable=False)
     lines = summary(rec).splitlines()
-    assert lines[0].startswith("ldpgraph run: hogs on cora: ε = ∞ per edge, δ = 1e-05")
-    assert "(no proof: see privacy) [asked ε = 8, paper's ε = 8]" in " ".join(
-        " ".join(lines[:2]).split()
+    assert (
+        lines[0] == "ldpgraph run: hogs on cora: ε = ∞ per edge, δ = 1e-05, no proof (see privacy)"
     )
+    assert lines[1] == " " * 16 + "[asked ε = 8, paper's ε = 8]"
     assert "  release noise OS entropy (not replayable from this record)" in lines
     rec["release"]["replayable"] = True
     assert "  release noise seeded: replayable, not a private release" in summary(rec)
