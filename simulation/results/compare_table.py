@@ -222,8 +222,10 @@ def write_comparison_report(
         "trained on the release. Max attack AUC: the strongest attack each run recorded on "
         "the same hidden pairs (0.5: the attacker learns nothing): CN, AA, RA, Jaccard, feature "
         "cosine and embedding cosine, and in runs made since they exist GAE+SVM, node2vec "
-        "cosine and SVM and SEAL-lite (metrics.md lists each). Formal ε: what the run's "
-        "privacy report states (dp-accounting where the protocol has an accountant); local "
-        "and central ε are different guarantees.\n\n" + md + "\n\n" + "\n\n".join(figures) + "\n"
+        "cosine and SVM and SEAL-lite (metrics.md lists each). Proven ε: the headline the "
+        "run's privacy report states, proven for the mechanism as run (∞ where there is no "
+        "proof; docs/privacy/); paper's ε: the paper's own figure where the report gives one. "
+        "A run stored before a proof was corrected keeps the ε it stated then. Local and "
+        "central ε are different guarantees.\n\n" + md + "\n\n" + "\n\n".join(figures) + "\n"
     )
     return written, ["", f"Side by side: [{path.name}]({path.name})."]
