@@ -118,8 +118,8 @@ def test_an_unseeded_release_draws_its_noise_from_os_entropy(small, monkeypatch)
     graph, split = small
     strategy = ToyDegreeGraph(4.0)
     result = _collect(strategy, graph, set())
-    unseeded = curator_for(graph, split)
-    assert not unseeded.replayable  # the default: not replayable
+    unseeded = curator_for(graph, split, replayable=False)
+    assert not CuratorView(graph.num_nodes, graph.num_features).replayable  # the default
     prints = {strategy.server_step(0, result, unseeded, 3).fingerprint() for _ in range(4)}
     assert len(prints) == 4
     release = strategy.server_step(0, result, unseeded, 3)
