@@ -461,7 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Flags parsed as None when not given: an explicit ``--seed`` makes the run ``seeded``.
+#: Flags left out of the namespace when not given (argparse.SUPPRESS): an explicit ``--seed``
+#: makes the run ``seeded``.
 _UNSET_UNLESS_GIVEN = ("seed", "seeded")
 
 
