@@ -73,6 +73,10 @@ class CuratorView:
     #: A collection dataset's public graph offsets (graph k is nodes ``ptr[k]:ptr[k+1]`` of
     #: the union; None for a single graph): what a ``graphs`` release splits the upload by.
     graph_ptr: np.ndarray | None = None
+    #: Whether a central release may derive its noise from the run seed (an explicitly
+    #: seeded run: replayable, not a private release). False: the strategy draws its release
+    #: seed from OS entropy on the server, never written anywhere.
+    replayable: bool = False
 
     def __post_init__(self) -> None:
         if self.labels is None:

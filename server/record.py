@@ -11,11 +11,14 @@ missing), the fingerprint of the release, timings and versions.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import textwrap
 from importlib import metadata
 from typing import Any, Protocol
+
+import numpy as np
 
 from ldpgraph.protocols.types import Release
 
@@ -125,8 +128,6 @@ def build_record(
 def json_default(obj: Any) -> Any:
     """JSON for what a record may hold besides plain values: numpy scalars and arrays;
     anything else as its string."""
-    import numpy as np
-
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
@@ -136,9 +137,45 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
+#: JSON has no ∞ or NaN: :func:`to_json` writes a non-finite float as one of these strings
+#: (JavaScript's ``Number()`` and Python's ``float()`` read them) and :func:`from_json` reads
+#: them back as floats. A headline ε of ∞ (no proof) is the case that matters.
+NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _finite_only(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_only(v) for v in value]
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _non_finite_back(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _non_finite_back(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_non_finite_back(v) for v in value]
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    return value
+
+
+def to_json(record: Any, **kwargs: Any) -> str:
+    """Strict JSON of a record (numpy values as plain ones, ∞ as ``"Infinity"``)."""
+    return json.dumps(_finite_only(record), default=json_default, allow_nan=False, **kwargs)
+
+
+def from_json(text: str) -> Any:
+    """A record from :func:`to_json`'s text, ``"Infinity"`` read back as ∞."""
+    return _non_finite_back(json.loads(text))
+
+
 def result_line(record: dict[str, Any]) -> str:
     """The record as the one marked log line ``ldpgraph run --backend deploy`` reads."""
-    return RESULT_MARKER + json.dumps(record, separators=(",", ":"), default=json_default)
+    return RESULT_MARKER + to_json(record, separators=(",", ":"))
 
 
 def summary(record: dict[str, Any]) -> str:
@@ -152,10 +189,25 @@ def summary(record: dict[str, Any]) -> str:
         trained = f" ({kind} release)"
     else:
         trained = f" with {c['model']}" if trains else " (graph release)"
+    first = f"ldpgraph run: {c['protocol']} on {c['dataset']}: {guarantee_line(pr, c)}"
+    head, _, beside = first.rpartition(" [")
     lines = [
-        f"ldpgraph run: {c['protocol']} on {c['dataset']}{trained} "
-        f"(ε={c['epsilon']:g}, seed {c['seed']}, backend {c['backend']})",
+        # the ε asked for and the paper's stay whole: on the next line if they do not fit
+        *(
+            [first]
+            if len(first) <= 100
+            else textwrap.wrap(head, 100, subsequent_indent=" " * 16) + [" " * 16 + "[" + beside]
+        ),
+        f"  run           {trained.strip(' ()') or 'graph release'}, seed {c['seed']}, "
+        f"backend {c['backend']}",
     ]
+    if "replayable" in record.get("release", {}):
+        noise = (
+            "seeded: replayable, not a private release"
+            if record["release"]["replayable"]
+            else ("OS entropy (not replayable from this record)")
+        )
+        lines.append(f"  release noise {noise}")
     acc, training = record.get("accuracy"), record.get("training") or {}
     if acc:
         how = (
@@ -209,6 +261,29 @@ def summary(record: dict[str, Any]) -> str:
         f"  fingerprint   {record['fingerprint']}",
     ]
     return "\n".join(lines)
+
+
+def _eps(value: Any) -> str:
+    return "∞" if isinstance(value, float) and math.isinf(value) else f"{value:.4g}"
+
+
+def guarantee_line(privacy: dict[str, Any], config: dict[str, Any]) -> str:
+    """The proven guarantee first: the headline ε with its unit and δ, then the ε asked for and
+    the paper's figure where it differs (``paper_epsilon``, never the headline)."""
+    unit = str(privacy.get("unit", ""))
+    eps = privacy.get("epsilon")
+    if not isinstance(eps, int | float):
+        eps = NON_FINITE.get(str(eps), math.nan)
+    # A unit such as "none (raw …)" or "empirical (…)" is no neighbouring relation: say it.
+    per = f"per {unit}" if unit and not unit.startswith(("none", "empirical")) else f"({unit})"
+    head = f"ε = {_eps(float(eps))} {per}, δ = {privacy.get('delta', 0):.3g}"
+    if math.isinf(float(eps)) and not unit.startswith(("none", "empirical")):
+        head += ", no proof (see privacy)"
+    asked = [f"asked ε = {config['epsilon']:g}"]
+    paper = privacy.get("paper_epsilon")
+    if isinstance(paper, int | float) and paper != eps:
+        asked.append(f"paper's ε = {_eps(float(paper))}")
+    return f"{head} [{', '.join(asked)}]"
 
 
 def _collection_lines(col: dict[str, Any] | None) -> list[str]:

@@ -80,6 +80,10 @@ def run(
     from .results.store import ResultsStore
 
     use_recorded_data_root()
+    given = {**(config.to_dict() if isinstance(config, RunConfig) else dict(config or {}))}
+    if "seeded" not in settings and not isinstance(config, RunConfig) and "seeded" not in given:
+        # As on the command line: a central release is replayable only when a seed was given.
+        settings = {**settings, "seeded": "seed" in settings or "seed" in given}
     cfg = _config(config, settings).validate()
     if store is None:
         return RunResult(run_pipeline(cfg), cfg)
@@ -140,6 +144,7 @@ def release(
             "protocol": protocol,
             "epsilon": epsilon,
             "seed": seed if seeded else secrets.randbits(31),
+            "seeded": seeded,
             "backend": "local",
             "metrics": "none",
             **settings,

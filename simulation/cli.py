@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from ldpgraph.protocols import registry
 from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
-from ldpgraph.server.record import json_default, summary
+from ldpgraph.server.record import json_default, summary, to_json
 
 from .config import SECTIONS, ConfigError, RunConfig, key_choices, key_help, section_of
 from .extras import MissingExtraError, missing_extra_hint, require_extra
@@ -191,6 +191,9 @@ def _add_run(sub: argparse._SubParsersAction, protocol: str | None = None) -> No
         if f.name == "metrics":
             help_ += ": " + ", ".join(metric_names())
         group = central if f.name in central_keys else groups[section_of(f.name)]
+        if f.name in _UNSET_UNLESS_GIVEN:  # whether the user gave it decides `seeded`
+            help_ += " (default: 0)" if f.name == "seed" else " (default: true iff --seed is given)"
+            default = argparse.SUPPRESS
         group.add_argument(flag, default=default, help=help_, **extra)
     groups["data"].add_argument(
         "--split",
@@ -526,9 +529,24 @@ def build_parser(protocol: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Flags left out of the namespace when not given (argparse.SUPPRESS): an explicit ``--seed``
+#: makes the run ``seeded``.
+_UNSET_UNLESS_GIVEN = ("seed", "seeded")
+
+
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
-    # Flags exist for the chosen protocol's parameters only: the others keep their defaults.
+    # Flags exist for the chosen protocol's parameters only: the others keep their defaults
+    # (absent from the namespace, so left out here).
     values = {f.name: getattr(args, f.name) for f in fields(RunConfig) if hasattr(args, f.name)}
+    for name in _UNSET_UNLESS_GIVEN:
+        values.setdefault(name, None)
+    # A central release is replayable only when the user asked for it: --seed given (or
+    # --seeded); otherwise its noise comes from OS entropy (the split still uses seed 0).
+    if values["seeded"] is None:
+        values["seeded"] = values["seed"] is not None
+    for name in _UNSET_UNLESS_GIVEN:
+        if values[name] is None:
+            values[name] = getattr(RunConfig(), name)
     if args.split:
         try:
             train, val = (float(v) for v in args.split.split(","))
@@ -624,7 +642,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         record_run(args.store, config, result)
     if args.json:
-        print(json.dumps(result, indent=2, default=json_default))
+        print(to_json(result, indent=2))
     else:
         print(summary(result))
     warning = collapse_warning(result)
@@ -770,7 +788,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
     rows = dataset_catalog(args.data_root, compute=not args.no_measure)
     if args.json:
-        print(json.dumps(rows, indent=2, default=json_default))
+        print(to_json(rows, indent=2))
         return 0
     print(f"{'name':<18}{'nodes':>8}{'edges':>9}{'feats':>7}{'cls':>5}  offline  description")
     for r in rows:

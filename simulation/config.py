@@ -311,7 +311,19 @@ class RunConfig:
         "features from locking the model onto one class); post-processing, no budget; "
         "--no-center-features trains on the release as it is",
     )
-    seed: int = key(0, "run", "run seed: every random draw derives from it")
+    seed: int = key(
+        0,
+        "run",
+        "run seed: the split, the hidden edges, training and the simulated nodes' streams "
+        "derive from it (a central release's noise too when seeded)",
+    )
+    seeded: bool = key(
+        False,
+        "run",
+        "a central release's noise and sampling derive from the seed too (replayable: not a "
+        "private release); off: they are drawn from OS entropy at release time and never "
+        "written. On by default when --seed is given and in experiment files",
+    )
     dataset: str = key(
         "cora",
         "data",

@@ -12,7 +12,6 @@ With ``curator`` set (a deployment) it reads only the curator file, never the da
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -32,7 +31,7 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    from ldpgraph.server.record import json_default, result_line, summary
+    from ldpgraph.server.record import result_line, summary, to_json
 
     from .pipeline import run
 
@@ -45,7 +44,7 @@ def main(grid: Grid, context: Context) -> None:
         home = Path(os.environ.get("FLWR_HOME", Path.home() / ".flwr"))
         out = str(home / "ldpgraph-results" / f"{context.run_id}.json")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result, indent=2, default=json_default))
+    Path(out).write_text(to_json(result, indent=2))
     print(summary(result), flush=True)
     print(f"result written to {out}", flush=True)
     # One marked line: `ldpgraph run --backend deploy` reads the record from the log stream.

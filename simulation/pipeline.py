@@ -175,11 +175,16 @@ def _split(graph: Any, config: RunConfig) -> Any:
 
 
 def curator_view(
-    graph: Any, public_features: bool, split: Any = None, device: str = "cpu"
+    graph: Any,
+    public_features: bool,
+    split: Any = None,
+    device: str = "cpu",
+    replayable: bool = False,
 ) -> CuratorView:
     """What the server knows of ``graph`` (a Graph, or a Curator in a deployment): with the
     run's ``split`` and a graph that has labels, the labels of the training and validation
-    nodes (never a test label)."""
+    nodes (never a test label). ``replayable``: the run is explicitly seeded (a central
+    release then derives its noise from the run seed)."""
     x = None
     if public_features:
         x = getattr(graph, "public_features", None) if not isinstance(graph, Graph) else graph.x
@@ -198,6 +203,7 @@ def curator_view(
             x,
             device=device,
             graph_ptr=ptr,
+            replayable=replayable,
         )
     return CuratorView(
         graph.num_nodes,
@@ -209,6 +215,7 @@ def curator_view(
         val_nodes=split.val,
         device=device,
         graph_ptr=ptr,
+        replayable=replayable,
     )
 
 
@@ -255,7 +262,9 @@ def release(
     ``replay`` (from :func:`replay_for`): reuse the reports it collected first. ``split``: the
     run's split, whose training labels the curator knows (a central strategy trains on them)."""
     protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, uses_public_features(config.protocol), split, config.device)
+    curator = curator_view(
+        graph, uses_public_features(config.protocol), split, config.device, config.seeded
+    )
     if grid is not None:
         from .backends.flower import release_over_grid, run_directory
 

@@ -11,6 +11,7 @@ and :meth:`CentralStrategy.privacy_report`.
 
 from __future__ import annotations
 
+import secrets
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,20 @@ EPSILON_CONVENTION = Param(
     "(the paper's calibration; the headline is then the proven ε of that noise)",
     choices=("proven", "paper"),
 )
+
+
+#: What a central record says of its noise (``release.release_noise``).
+REPLAYABLE = "seeded: replayable from the run seed, not a private release"
+OS_ENTROPY = "OS entropy: drawn on the server at release time, not recoverable from the record"
+
+
+def release_seed(run_seed: int, replayable: bool) -> int:
+    """The seed a central release's noise and sampling derive from: the run seed when the run
+    is explicitly seeded (``replayable``), else 63 fresh bits of OS entropy, held only for the
+    duration of the release. Anyone holding the record (seed included) and every record but
+    one could otherwise recompute the noise and undo it (DP's own threat model); Opacus's
+    ``secure_mode`` draws the same line."""
+    return run_seed if replayable else secrets.randbits(63)
 
 
 @dataclass
@@ -82,14 +97,17 @@ class CentralStrategy(ClientSideOf):
         graph = UploadedGraph(
             self.name, raw.edges, raw.x, labels, curator.feature_domain, uploaded=uploaded
         )
-        release = self.release(graph, curator, seed)
+        release = self.release(graph, curator, release_seed(seed, curator.replayable))
         if release.kind != self.kind:
             raise RuntimeError(f"{self.name} released a {release.kind!r}, not a {self.kind!r}")
         release.stats.setdefault("uploaded_nodes", int(uploaded.sum()))
+        release.stats["replayable"] = bool(curator.replayable)
+        release.stats["release_noise"] = REPLAYABLE if curator.replayable else OS_ENTROPY
         return release
 
     @abstractmethod
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
         """Run the mechanism on the uploaded graph. ``curator`` holds the sizes, the training
         labels and split (never a test label) and the device to compute on; ``seed`` drives
-        every random draw (``stage_seed(seed, ...)``)."""
+        every random draw (``stage_seed(seed, ...)``): the run seed only when the run is
+        explicitly seeded, else a secret one (:func:`release_seed`)."""

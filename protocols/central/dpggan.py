@@ -36,7 +36,10 @@ offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, �
   reproduction mode: it releases M exactly, so the report's ε is ∞); ``bernoulli`` and
   ``threshold`` (P > 0.5) are post-processing. The encoder is never used to generate.
 
-**Privacy** (spec §3, §1.4). Edge-level (add/remove one edge), N_k public. The accountant is
+**Privacy** (docs/privacy/dpggan.md). The headline ε is ∞: the paper's training has no
+proven edge-level bound (:data:`NO_PROOF`; ``epsilon_convention proven`` is refused). What
+follows is how the paper's claim, ``paper_epsilon``, is computed beside it.
+Edge-level (add/remove one edge), N_k public. The accountant is
 dp-accounting's (RDP by default, PLD on request) for T compositions of the Poisson-subsampled
 Gaussian of multiplier σ at rate q, with the paper's sensitivity C of the clipped sum. σ comes
 from the accountant: ``dpg_calibration=sigma`` (default) calibrates σ to ε_train over
@@ -158,6 +161,20 @@ DPG_GENERATION = Param(
 #: the paper's calibration is the only convention, and its headline is ∞.
 DPG_EPSILON_CONVENTION = EPSILON_CONVENTION.but(default="paper")
 
+#: Why the headline is ∞ (one line; the argument and the measurement in docs/privacy/dpggan.md).
+NO_PROOF = (
+    "no proven edge-level bound for the paper's training: one co-sampled edge changes every "
+    "per-node record of its batch, and the encoder and discriminator, trained without noise, "
+    "carry it into every later step's records"
+)
+#: Why ``epsilon_convention proven`` is refused (one line).
+NO_PROVEN_CONVENTION = (
+    "no proof is implemented for the paper's training (the only bound known charges every "
+    "step 2·|batch|·C without sampling amplification: vacuous at any noise that learns; a "
+    "sound variant is a later issue); use --epsilon-convention paper (headline ε = ∞, the "
+    "paper's figure beside it)"
+)
+
 _PARAMS = (
     DPG_EPSILON, DPG_DELTA, DPG_EPSILON_CONVENTION, DPG_ACCOUNTANT, DPG_CALIBRATION, DPG_SIGMA,
     DPG_STEPS, DPG_Q,
@@ -201,6 +218,10 @@ class DpgGan(CentralStrategy):
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> DpgGan:
+        if params.get("epsilon_convention", "paper") != "paper":
+            raise ProtocolParameterError(
+                f"{name}: epsilon-convention proven: {NO_PROVEN_CONVENTION}"
+            )
         strategy = cls(name == "dpggan", **params)
         strategy.plan()  # an unreachable ε is refused when the run is configured, not later
         return strategy
@@ -266,12 +287,16 @@ class DpgGan(CentralStrategy):
         selection = p["dpg_edge_selection"]
         leaks = selection == "topk_true"
         through_encoder = p["dpg_generation"] == "encoder"
-        total = math.inf if leaks or through_encoder else plan.epsilon_train + plan.epsilon_count
+        # The paper's claim (its "one edge, one record" sensitivity C, accounted exactly): what
+        # the paper would print, beside the headline, which has no proof (NO_PROOF).
+        claimed = plan.epsilon_train + plan.epsilon_count
+        total = math.inf
         parts = [
             {
                 "part": "generator DP-SGD",
                 "unit": "edge",
-                "epsilon": plan.epsilon_train,
+                "epsilon": math.inf,
+                "paper_epsilon": plan.epsilon_train,
                 "delta": plan.delta,
                 "mechanism": "Poisson-subsampled Gaussian on the sum of per-node clipped "
                 "generator gradients, accounted as add/remove of one record of sensitivity "
@@ -297,28 +322,34 @@ class DpgGan(CentralStrategy):
                     "epsilon": plan.epsilon_count,
                     "delta": 0.0,
                     "mechanism": "discrete Laplace (two-sided geometric) of parameter ε_M on "
-                    "each graph's edge count (sensitivity 1), sampled exactly",
+                    "each graph's edge count (sensitivity 1), sampled exactly; proven, and "
+                    "covers the released count M̃ alone (which M̃ pairs are released is the "
+                    "generator's, ε = ∞)",
                     "accountant": "exact (pure ε)",
                 }
             )
         notes = [
-            f"ε = {total:.4g}: dp-accounting {acc} of T = {plan.steps} Poisson-subsampled "
+            f"ε = ∞: {NO_PROOF} (docs/privacy/dpggan.md).",
+            f"paper_epsilon = {claimed:.4g}: the paper's claim, accounted exactly: "
+            f"dp-accounting {acc} of T = {plan.steps} Poisson-subsampled "
             f"(q = {p['dpg_q']:g}) Gaussian steps of noise multiplier σ = {plan.sigma:.4g} "
             f"(ε_train = {plan.epsilon_train:.4g})"
             + (f" plus ε_M = {plan.epsilon_count:.4g} for the discrete Laplace edge count" if
                selection == "topk_dp" else "")
-            + "; per graph, and for the whole collection by parallel composition (one edge "
-            "lives in one graph).",
-            f"paper's ε = {plan.epsilon_paper:.4g}: its closed form σ = 2q·√(T ln(1/δ))/ε "
+            + ", under the paper's sensitivity C; per graph, and for the whole collection by "
+            "parallel composition (one edge lives in one graph).",
+            f"the paper's closed form gives ε = {plan.epsilon_paper:.4g}: σ = 2q·√(T ln(1/δ))/ε "
             "(App. B, Theorem 1 with c0 = 1/2) at the same σ, q, T; not a bound where "
             "Theorem 1's condition ε < 2 ln(1/(qσ))·q²·T fails (e.g. the paper's ε = 0.1).",
-            "Caveat (spec §1.4): the accounting assumes the paper's sensitivity C of the sum "
-            "of per-node clipped gradients ('adding or removing an edge results in at most 1 "
+            "Where the paper's argument breaks: it assumes the sensitivity C of the sum of "
+            "per-node clipped gradients ('adding or removing an edge results in at most 1 "
             "record difference'). An edge enters the BCE rows of both endpoints and, through "
-            "the 2-hop GCN encoder and the sum-pooled discriminator, many nodes' gradients: a "
-            "rigorous bound is up to 2·B·C, and the encoder and discriminator are trained on "
-            "the raw graph without noise. This ε is the paper-claimed guarantee, not a proven "
-            "one (dpg_sensitivity_multiplier scales the noise for a more conservative run).",
+            "the 2-hop GCN encoder and the sum-pooled discriminator, every record of its batch "
+            "(a bound for one step would be 2·B·C), and the encoder and discriminator are "
+            "trained on the raw graph without noise, so the edge changes every later step's "
+            "records too, sampled or not: no per-step bound composes. paper_epsilon is the "
+            "paper-claimed guarantee, not a proven one (dpg_sensitivity_multiplier scales the "
+            "noise; it does not make a proof).",
             "Released: the generated graphs (and f); the encoder and discriminator are "
             + ("used once more to embed the real graph (dpg_generation encoder, not private). "
                if through_encoder else
@@ -345,12 +376,12 @@ class DpgGan(CentralStrategy):
             delta=plan.delta,
             accountant=f"dp_accounting {acc} (Poisson-subsampled Gaussian, composed over T)",
             parts=parts,
-            paper_epsilon=plan.epsilon_paper,
+            paper_epsilon=claimed,
             notes=notes,
             headline=(
-                f"edge-level (ε = {total:.4g}, δ = {plan.delta:.3g}) by dp-accounting {acc} "
-                f"under the paper's sensitivity C (see notes); the paper's closed form states "
-                f"ε = {plan.epsilon_paper:.4g}"
+                f"edge-level ε = ∞: {NO_PROOF}; the paper's accounting states "
+                f"(ε = {claimed:.4g}, δ = {plan.delta:.3g}) (dp-accounting {acc} under its "
+                f"sensitivity C; its closed form {plan.epsilon_paper:.4g})"
                 + ("; the true edge counts are released (topk_true)" if leaks else "")
                 + (
                     "; generated through the non-private encoder (ablation)"

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ldpgraph.server.record import RESULT_MARKER
+from ldpgraph.server.record import RESULT_MARKER, from_json
 
 from ..config import RunConfig
 
@@ -175,7 +175,7 @@ def _stream(
             text = line.rstrip("\n")
             pos = text.find(RESULT_MARKER)
             if pos >= 0:
-                result = json.loads(text[pos + len(RESULT_MARKER) :])
+                result = from_json(text[pos + len(RESULT_MARKER) :])
                 continue
             if run_id is None and (m := _RUN_ID.search(text)):
                 run_id = m.group(1)

@@ -54,6 +54,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "node_unit": "per-bit",
     # Central runs before the key existed were calibrated by the paper's convention.
     "epsilon_convention": "paper",
+    # Every run before the key existed drew its central noise from the run seed.
+    "seeded": True,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing
@@ -97,6 +99,19 @@ def canonical_config(config: Any) -> dict[str, Any]:
         if "epsilon_convention" in declared:
             out["epsilon_convention"] = declared["epsilon_convention"].default
     return out
+
+
+def _is_central(protocol: Any) -> bool:
+    """Whether ``protocol`` names a central strategy (whose release noise ``seeded`` decides);
+    an unknown protocol counts as one, so its identity cannot shrink by accident."""
+    from ldpgraph.protocols import registry
+    from ldpgraph.protocols.central.base import CentralStrategy
+
+    try:
+        cls = registry.protocol_info(str(protocol)).resolve()
+    except registry.UnknownProtocolError:
+        return True
+    return not isinstance(cls, type) or issubclass(cls, CentralStrategy)
 
 
 def _canon(value: Any) -> Any:
@@ -148,6 +163,9 @@ def config_hash(
     patterns = (*non_result_keys(), "seed") if exclude is None else tuple(exclude)
     cfg = canonical_config(config)
     others = other_protocols_keys(cfg) if version >= 2 else set()
+    if not _is_central(cfg.get("protocol")):
+        # Only a central release's noise depends on it; every other run is the same either way.
+        others.add("seeded")
     kept = {
         k: _canon(v)
         for k, v in cfg.items()

@@ -298,7 +298,7 @@ def plot_vs(
     out: Path,
     *,
     x_index: int = 3,
-    xlabel: str = "privacy budget ε",
+    xlabel: str = "ε asked (the paper's ε under its convention; proven ε: see the tables)",
     title: str | None = None,
     methods: Sequence[str] | None = None,
 ) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import io
 import json
 import math
 import os
@@ -188,6 +187,7 @@ def group_rows(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> list[
             "dataset": rs[0]["dataset"],
             "model": rs[0]["model"],
             "epsilon": rs[0]["epsilon"],
+            "proven_epsilon": proven_epsilon(rs),
             "n": len(rs),
             "seeds": sorted(r["seed"] for r in rs),
         }
@@ -207,6 +207,22 @@ def group_rows(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> list[
         entry["config"] = config
         out.append(entry)
     return out
+
+
+def proven_epsilon(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The largest headline ε (``privacy.epsilon``: the proven bound, ∞ without a proof) of
+    ``rows``, or None if none has a privacy report. The requested ε is the ``epsilon`` column;
+    under the paper's convention the two differ."""
+    values = [
+        float(e)
+        for r in rows
+        if isinstance(e := (r.get("privacy") or {}).get("epsilon"), int | float)
+    ]
+    return max(values) if values else None
+
+
+def _eps(v: float | None) -> str:
+    return "-" if v is None else ("∞" if math.isinf(v) else f"{v:.4g}")
 
 
 def _pct(v: float | None) -> str:
@@ -234,7 +250,8 @@ def _cell(value: Any) -> str:
 
 
 def format_runs(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
-    """A text table of runs: id, sweep, protocol, dataset, model, ε, seed, val, test (in %),
+    """A text table of runs: id, sweep, protocol, dataset, model, ε asked and proven (the
+    headline ``privacy.epsilon``, ∞ without a proof), seed, val, test (in %),
     the given ``columns`` (:func:`flatten_row` names), status, finished."""
     flat = [flatten_row(r) for r in rows] if columns else [{} for _ in rows]
     body = [
@@ -245,6 +262,7 @@ def format_runs(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
             r.get("dataset") or "-",
             r.get("model") or "-",
             "-" if r.get("epsilon") is None else f"{r['epsilon']:g}",
+            _eps(proven_epsilon([r])),
             "-" if r.get("seed") is None else str(r["seed"]),
             _pct(r.get("val_acc")),
             _pct(r.get("test_acc")),
@@ -254,8 +272,9 @@ def format_runs(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
         ]
         for r, f in zip(rows, flat, strict=True)
     ]
-    headers = ["id", "sweep", "protocol", "dataset", "model", "ε", "seed", "val%", "test%"]
-    right = {0, 5, 6, 7, 8, *range(9, 9 + len(columns))}
+    headers = ["id", "sweep", "protocol", "dataset", "model", "ε_asked", "ε_proven", "seed"]
+    headers += ["val%", "test%"]
+    right = {0, 5, 6, 7, 8, 9, *range(10, 10 + len(columns))}
     return _table([*headers, *columns, "status", "finished"], body, right=right)
 
 
@@ -280,6 +299,7 @@ def format_groups(groups: list[dict[str, Any]], columns: Sequence[str] = ()) -> 
             g["dataset"] or "-",
             g["model"] or "-",
             "-" if g["epsilon"] is None else f"{g['epsilon']:g}",
+            _eps(g.get("proven_epsilon")),
             str(g["n"]),
             pm(g["test_mean"], g["test_std"]),
             pm(g["val_mean"], g["val_std"]),
@@ -287,15 +307,16 @@ def format_groups(groups: list[dict[str, Any]], columns: Sequence[str] = ()) -> 
         ]
         for g in groups
     ]
-    headers = ["config", "protocol", "dataset", "model", "ε", "n", "test%", "val%", *columns]
-    return _table(headers, body, right={4, 5, 6, 7, *range(8, 8 + len(columns))})
+    headers = ["config", "protocol", "dataset", "model", "ε_asked", "ε_proven", "n", "test%"]
+    headers += ["val%", *columns]
+    return _table(headers, body, right={4, 5, 6, 7, 8, *range(9, 9 + len(columns))})
 
 
 def dumps_rows(rows: list[dict[str, Any]]) -> str:
-    """Rows or groups as indented JSON."""
-    buf = io.StringIO()
-    json.dump(rows, buf, indent=2, default=json_default, ensure_ascii=False)
-    return buf.getvalue()
+    """Rows or groups as indented, strict JSON (∞ as ``"Infinity"``: server.record.to_json)."""
+    from ldpgraph.server.record import to_json
+
+    return to_json(rows, indent=2, ensure_ascii=False)
 
 
 def save_figure(fig, out: Path, dpi: float | None = None, rect: tuple | None = None) -> Path:

@@ -166,8 +166,11 @@ class Experiment:
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*space.values())]
 
     def base_config(self, cell: Cell) -> dict[str, Any]:
-        """The cell's configuration before the searched keys and the seed."""
+        """The cell's configuration before the searched keys and the seed. An experiment's
+        runs are seeded (its seeds are in the file: central releases are replayable) unless
+        the file fixes ``seeded = false``."""
         return {
+            "seeded": True,
             **self.fixed,
             **self.per_dataset.get(cell.dataset, {}),
             **cell.entry.fixed,

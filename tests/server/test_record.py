@@ -81,7 +81,13 @@ def test_the_record_has_the_stores_keys_and_no_more():
 
 def test_the_summary_names_units_rounds_and_an_unknown_edge_count():
     text = summary(record(edges=None))
-    assert "ldpgraph run: hogs on cora with gcn (ε=8, seed 0, backend local)" in text
+    # The first line leads with the proven guarantee: the headline ε, its unit and δ, and the
+    # ε asked for beside it.
+    assert text.splitlines()[0] == (
+        "ldpgraph run: hogs on cora: ε = 2 per adjacency bit, δ = 0 [asked ε = 8]"
+    )
+    assert "  run           with gcn, seed 0, backend local" in text
+    assert "release noise" not in text  # an LDP release: its nodes' noise is said below
     assert "test 25.0%   val 50.0%" in text
     assert "adjacency: ε = 2 per adjacency bit" in text
     assert "original 4 nodes / ? edges; synthetic 4 / 2" in text
@@ -98,9 +104,36 @@ def test_the_summary_of_a_model_release_and_a_skipped_metric():
     assert "test 25.0%   val 50.0%   (model release)" in text
     assert "lp            skipped: does not score a model release" in text
     assert "released: a model" in text
-    assert "hogs on cora (model release) (ε=8" in text and "with gcn" not in text
+    assert "  run           model release, seed 0" in text and "with gcn" not in text
     del rec["accuracy"]
     assert "accuracy" not in summary(rec)
+
+
+def test_an_unproven_headline_leads_the_summary_and_survives_strict_json():
+    """ε = ∞ (no proof) with the paper's figure beside it, a central release's noise said;
+    JSON has no ∞: the record writes it as "Infinity" and reads it back as ∞."""
+    import math
+
+    from ldpgraph.server.record import from_json, to_json
+
+    rec = record()
+    rec["privacy"].update(unit="edge", epsilon=math.inf, delta=1e-5, paper_epsilon=8.0)
+    rec["release"].update(replayable=False)
+    lines = summary(rec).splitlines()
+    assert (
+        lines[0] == "ldpgraph run: hogs on cora: ε = ∞ per edge, δ = 1e-05, no proof (see privacy)"
+    )
+    assert lines[1] == " " * 16 + "[asked ε = 8, paper's ε = 8]"
+    assert "  release noise OS entropy (not replayable from this record)" in lines
+    rec["release"]["replayable"] = True
+    assert "  release noise seeded: replayable, not a private release" in summary(rec)
+    text = to_json(rec)
+    assert '"epsilon": "Infinity"' in text
+    json.loads(text, parse_constant=lambda c: 1 / 0)  # strict: no bare Infinity
+    back = from_json(text)
+    assert back["privacy"]["epsilon"] == math.inf and back["privacy"]["paper_epsilon"] == 8.0
+    line = result_line(rec)
+    assert from_json(line[len(RESULT_MARKER) :])["privacy"]["epsilon"] == math.inf
 
 
 def test_the_marked_line_carries_the_record_as_strict_json():

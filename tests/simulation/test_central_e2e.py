@@ -65,13 +65,34 @@ def test_model_release_is_scored_on_labels_it_never_saw(tmp_path):
         assert row["extra"]["release_kind"] == "model" and row["test_acc"] == pytest.approx(expect)
 
 
+def test_an_unseeded_central_release_is_not_replayable_and_a_seeded_one_is():
+    """Unseeded (the default): the release noise comes from OS entropy, so the same run
+    configuration, seed 0 included, gives two releases; seeded: the same release, and the
+    record says it is replayable, not private. The split (the curator's, not release noise)
+    stays the run seed's either way."""
+    a, b = (run(_config("toy-degree", metrics="none")) for _ in range(2))
+    assert a["fingerprint"] != b["fingerprint"]
+    assert a["release"]["replayable"] is False and "OS entropy" in a["release"]["release_noise"]
+    c, d = (run(_config("toy-degree", metrics="none", seed=3, seeded=True)) for _ in range(2))
+    assert c["fingerprint"] == d["fingerprint"] and c["release"]["replayable"] is True
+    assert "not a private release" in c["release"]["release_noise"]
+    # The simulated nodes' own streams stay seeded (the harness plays the nodes), as before.
+    assert a["release"]["collection"]["node_randomness"] == "seeded"
+
+
 @pytest.mark.slow
 def test_flower_backend_releases_what_the_local_backend_releases():
     """The same seed gives the same raw uploads through Flower's simulation engine, so the same
-    release; every virtual SuperNode's nodes answered the plain upload."""
-    local = run(_config("toy-degree", seed=4, device="cpu"))  # same bits: on the CPU
-    flower = run(_config("toy-degree", backend="flower", seed=4, ray_actors=2, device="cpu"))
+    release (seeded: replayable); every virtual SuperNode's nodes answered the plain upload.
+    Unseeded, the ServerApp's release draws its own noise: another release."""
+    seeded = dict(seed=4, device="cpu", seeded=True)  # same bits: on the CPU
+    local = run(_config("toy-degree", **seeded))
+    flower = run(_config("toy-degree", backend="flower", ray_actors=2, **seeded))
     assert flower["fingerprint"] == local["fingerprint"]
+    assert flower["release"]["replayable"] is True
+    unseeded = run(_config("toy-degree", backend="flower", ray_actors=2, seed=4, device="cpu"))
+    assert unseeded["fingerprint"] != local["fingerprint"]
+    assert unseeded["release"]["replayable"] is False
     (counts,) = flower["release"]["collection"]["rounds"]
     assert counts["replied"] == 120 and counts["missing"] == 0
     assert flower["accuracy"] == local["accuracy"]

@@ -286,6 +286,31 @@ def test_the_trust_curator_hint_is_a_command_that_works(capsys):
     assert code == 0 and "ldpgraph run: none" in out
 
 
+def test_a_central_release_is_replayable_only_when_the_seed_is_given(capsys):
+    """No --seed: the release noise is drawn from OS entropy (two runs, two releases); the same
+    --seed twice: one release, and the record and summary say it is replayable."""
+    base = ["run", "--quiet", "--dataset", SMALL, "--protocol", "edgerand", "--epsilon", "1"]
+    base += ["--trust-curator", "--backend", "local", "--metrics", "none"]
+
+    def record(*extra: str) -> dict:
+        code, out, _ = run_cli(capsys, *base, "--json", *extra)
+        assert code == 0
+        return json.loads(out)
+
+    a, b = record(), record()
+    assert a["fingerprint"] != b["fingerprint"]
+    assert a["config"]["seeded"] is False and a["release"]["replayable"] is False
+    c, d = record("--seed", "3"), record("--seed", "3")
+    assert c["fingerprint"] == d["fingerprint"] != a["fingerprint"]
+    assert c["config"]["seeded"] is True and c["release"]["replayable"] is True
+    assert record("--seed", "3", "--no-seeded")["release"]["replayable"] is False
+    assert record("--seeded")["config"]["seed"] == 0  # seeded at the default seed
+    code, out, _ = run_cli(capsys, *base, "--seed", "3")
+    lines = out.splitlines()
+    assert lines[0].startswith(f"ldpgraph run: edgerand on {SMALL}: ε = 1 per edge, δ = 0")
+    assert "  release noise seeded: replayable, not a private release" in lines
+
+
 # --- bad input refused up front: one line, exit 2 --------------------------------------------
 
 

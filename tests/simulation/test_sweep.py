@@ -473,3 +473,13 @@ def test_a_single_configuration_is_not_searched(tmp_path: Path) -> None:
     res = sw.run_sweep(exp, "small", store_path=str(tmp_path / "no.db"), dry_run=True)
     assert res.phases["search"].trainings == 0
     assert not res.phases["final"].upper_bound and res.phases["final"].trainings == 2 * 2
+
+
+def test_an_experiments_runs_are_seeded_unless_the_file_says_otherwise():
+    """An experiment file holds its seeds: its central releases are replayable (seeded), as
+    the record then says; `seeded = false` in [fixed] draws their noise from OS entropy."""
+    exp = _parse(TINY)
+    cell = exp.cells()[0]
+    assert exp.base_config(cell)["seeded"] is True
+    off = _parse(TINY.replace("epochs = 5", "epochs = 5\nseeded = false"))
+    assert off.base_config(off.cells()[0])["seeded"] is False

@@ -10,7 +10,10 @@ from ldpgraph.protocols.base import CuratorView, training_labels
 
 def curator_for(graph, split, labels: bool = True, **kw: Any) -> CuratorView:
     """The curator's view of ``graph``: the training and validation labels of ``split`` (never
-    a test label), or none at all with ``labels=False``."""
+    a test label), or none at all with ``labels=False``. Seeded (``replayable``) unless
+    ``replayable=False`` is given: these tests replay a release from its seed; the default of
+    a real run is the other way round."""
+    kw.setdefault("replayable", True)
     if not labels:
         return CuratorView(graph.num_nodes, graph.num_features, graph.feature_domain, **kw)
     return CuratorView(
@@ -32,8 +35,9 @@ def local_and_flower(config) -> tuple[dict[str, Any], dict[str, Any]]:
 
     from ldpgraph.simulation.pipeline import run
 
-    local = run(replace(config, backend="local", device="cpu"))
-    flower = run(replace(config, backend="flower", ray_actors=2, device="cpu"))
+    # seeded: the central release's noise is the run seed's, so the two can be compared
+    local = run(replace(config, backend="local", device="cpu", seeded=True))
+    flower = run(replace(config, backend="flower", ray_actors=2, device="cpu", seeded=True))
     assert flower["release_kind"] == local["release_kind"]
     assert flower["fingerprint"] == local["fingerprint"]
     assert flower["accuracy"] == local["accuracy"]

@@ -98,17 +98,39 @@ def test_graph_release_from_the_uploaded_graph(small):
     graph, split = small
     strategy = ToyDegreeGraph(4.0)
     refusing = {0, 5, 7}
-    release = strategy.server_step(
-        0, _collect(strategy, graph, refusing), curator_for(graph, split), 3
-    )
+    seeded = curator_for(graph, split, replayable=True)
+    release = strategy.server_step(0, _collect(strategy, graph, refusing), seeded, 3)
     assert release.kind == "graph" and release.num_nodes == graph.num_nodes
     assert release.stats["uploaded_nodes"] == graph.num_nodes - len(refusing)
     assert (release.x[sorted(refusing)] == 0).all()  # a refusing node's features never arrive
     assert release.privacy.unit == "edge" and release.privacy.epsilon == 4.0
     assert release.num_edges > 0
-    curator = curator_for(graph, split)
-    again = strategy.server_step(0, _collect(strategy, graph, refusing), curator, 3)
+    again = strategy.server_step(0, _collect(strategy, graph, refusing), seeded, 3)
     assert again.fingerprint() == release.fingerprint()  # the seed drives every draw
+    assert release.stats["replayable"] and "replayable" in release.stats["release_noise"]
+
+
+def test_an_unseeded_release_draws_its_noise_from_os_entropy(small, monkeypatch):
+    """Without an explicitly seeded run the release seed is 63 bits of OS entropy, drawn at
+    release time: the same run seed gives another release, and the record says so."""
+    from ldpgraph.protocols.central import base
+
+    graph, split = small
+    strategy = ToyDegreeGraph(4.0)
+    result = _collect(strategy, graph, set())
+    unseeded = curator_for(graph, split, replayable=False)
+    assert not CuratorView(graph.num_nodes, graph.num_features).replayable  # the default
+    prints = {strategy.server_step(0, result, unseeded, 3).fingerprint() for _ in range(4)}
+    assert len(prints) == 4
+    release = strategy.server_step(0, result, unseeded, 3)
+    assert release.stats["replayable"] is False
+    assert release.stats["release_noise"].startswith("OS entropy")
+    seen = []
+    monkeypatch.setattr(base.secrets, "randbits", lambda k: seen.append(k) or 12345)
+    pinned = strategy.server_step(0, result, unseeded, 3)
+    assert seen == [63]  # the strategy ran on the entropy's seed, not the run seed
+    by_seed = strategy.server_step(0, result, curator_for(graph, split, replayable=True), 12345)
+    assert pinned.fingerprint() == by_seed.fingerprint()
 
 
 def test_model_release_uses_training_labels_only(small):

@@ -174,9 +174,15 @@ def test_release_through_the_strategy_is_seeded_and_keeps_features():
     for name in ("edgerand", "lapgraph", "edge-random"):
         strategy = make_protocol(name, **({"epsilon": 2.0} if "edge-" not in name else {}))
         result = _collect(strategy, graph)
-        a = strategy.server_step(0, result, curator_for(graph, split), 4)
-        b = strategy.server_step(0, result, curator_for(graph, split), 4)
-        c = strategy.server_step(0, result, curator_for(graph, split), 5)
+        seeded = curator_for(graph, split, replayable=True)
+        a = strategy.server_step(0, result, seeded, 4)
+        b = strategy.server_step(0, result, seeded, 4)
+        c = strategy.server_step(0, result, seeded, 5)
         assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+        # unseeded (the default): the same run seed twice gives two releases
+        unseeded = curator_for(graph, split, replayable=False)
+        d = strategy.server_step(0, result, unseeded, 4)
+        e = strategy.server_step(0, result, unseeded, 4)
+        assert d.fingerprint() != e.fingerprint() and not d.stats["replayable"]
         np.testing.assert_array_equal(a.x, graph.x)
         assert a.stats["uploaded_edges"] == graph.num_edges

@@ -147,9 +147,32 @@ def test_calibrated_sigma_spends_the_training_share():
         2 * 0.05 * math.sqrt(500 * math.log(1e5)) / plan.sigma
     )
     report = s.privacy_report()
-    assert report.unit == "edge" and report.epsilon == pytest.approx(1.0, rel=1e-3)
-    assert report.paper_epsilon == pytest.approx(plan.epsilon_paper)
+    # No proof for the paper's training: the headline is ∞, the paper's claim beside it
+    # (the accountant under its sensitivity C: the requested ε), the closed form in the parts.
+    assert report.unit == "edge" and report.epsilon == math.inf
+    assert report.unit_epsilons == {"edge": math.inf}
+    assert report.paper_epsilon == pytest.approx(1.0, rel=1e-3)
+    assert report.parts[0]["epsilon_paper_closed_form"] == pytest.approx(plan.epsilon_paper)
+    assert report.parts[1]["part"] == "edge count"
+    assert report.parts[1]["epsilon"] == pytest.approx(0.05)  # proven: the count alone
+    assert report.headline.startswith("edge-level ε = ∞: no proven edge-level bound")
     assert any("2·B·C" in note and "paper-claimed" in note for note in report.notes)
+
+
+def test_the_proven_convention_is_refused_in_one_line():
+    from ldpgraph.simulation.config import ConfigError
+
+    for name in ("dpggan", "dpgvae"):
+        with pytest.raises(ProtocolParameterError, match="no proof is implemented") as err:
+            make_protocol(name, epsilon_convention="proven", **FAST)
+        assert "\n" not in str(err.value)
+        config = RunConfig(protocol=name, dataset="dblp-collection", trust_curator=True,
+                           epsilon_convention="proven")  # fmt: skip
+        with pytest.raises(ConfigError, match="epsilon-convention proven"):
+            config.validate()
+    assert make_protocol("dpggan", epsilon_convention="paper", **FAST).p["epsilon_convention"] == (
+        "paper"
+    )
 
 
 def test_paper_rule_steps_at_sigma_5():
@@ -238,9 +261,10 @@ def _release(name, graph, seed=0, refusing=(), **params):
         view = NodeView(v, graph.neighbors(v), graph.x[v], graph.num_nodes, graph.feature_domain)
         reports[v] = strategy.client_step(0, view, strategy.config(), 0)
     result = RoundResult(reports, np.asarray(sorted(refusing), dtype=np.int64))
-    curator = CuratorView(
-        graph.num_nodes, graph.num_features, graph_ptr=graph.meta.get("graph_ptr")
-    )
+    curator = CuratorView(  # seeded: the release is replayable from ``seed``
+        graph.num_nodes, graph.num_features, graph_ptr=graph.meta.get("graph_ptr"),
+        replayable=True,
+    )  # fmt: skip
     return strategy.server_step(0, result, curator, seed)
 
 
@@ -373,8 +397,8 @@ def test_dblp_collection_end_to_end(tmp_path):
         assert stat["abs_diff"] is None or math.isfinite(stat["abs_diff"])
     assert 0.0 <= section["table2"]["degree_cosine"] <= 1.0
     assert record["privacy"]["unit"] == "edge"
-    assert record["privacy"]["epsilon"] == pytest.approx(1.0, rel=1e-3)
-    assert record["privacy"]["paper_epsilon"] is not None
+    assert record["privacy"]["epsilon"] == math.inf
+    assert record["privacy"]["paper_epsilon"] == pytest.approx(1.0, rel=1e-3)
 
 
 class _Recorder:
@@ -435,7 +459,9 @@ def test_encoder_generation_is_an_ablation_with_infinite_epsilon_that_reads_the_
     report = strategy.privacy_report()
     assert report.epsilon == math.inf and report.paper_epsilon < math.inf
     assert any("not edge-DP" in note and "encoder" in note for note in report.notes)
-    assert make_protocol("dpgvae", dpg_steps=3, **_no_steps(FAST)).privacy_report().epsilon < 1e9
+    assert make_protocol("dpgvae", dpg_steps=3, **_no_steps(FAST)).privacy_report().epsilon == (
+        math.inf  # no proof for the paper's training either way (docs/privacy/dpggan.md)
+    )
     monkeypatch.setattr(dpggan, "_train_step", lambda *a, **k: None)
     monkeypatch.setattr(
         dpggan,

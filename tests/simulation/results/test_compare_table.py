@@ -33,10 +33,10 @@ def test_rows_per_method_and_epsilon_with_dashes_where_a_release_cannot_serve(tm
     ]
     md = ct.comparison_markdown(rows)
     hogs = next(line for line in md.splitlines() if line.startswith("| HoGS"))
-    assert "| ldp | 8 | 8.000 ± 0.000 | 2 | 75.0 ± 7.1 | 0.50 ± 0.00 | 0.300 ± 0.141 |" in hogs
+    assert "| ldp | 8 | 8.000 ± 0.000 | – | 2 | 75.0 ± 7.1 | 0.50 ± 0.00 | 0.300 ± 0.141 |" in hogs
     assert "| 0.850 ± 0.071 | 0.800 ± 0.014 | aa |" in hogs
     dpar = next(line for line in md.splitlines() if "DPAR" in line)
-    assert "| central | 8 | 51.000 | 1 | 50.0 | – | – | – | – | – | – |" in dpar
+    assert "| central | 8 | 51.000 | – | 1 | 50.0 | – | – | – | – | – | – |" in dpar
     written, index = ct.write_comparison_report(rows, tmp_path)
     assert {p.name for p in written} == {"comparison.md", "comparison-cora.png"} and index
 
@@ -52,3 +52,16 @@ def test_one_method_or_accuracy_only_writes_nothing(tmp_path):
     nodp = _row("none", 8, acc=0.9, lp=0.9, formal=math.inf)
     md = ct.comparison_markdown([nodp, _row("hogs", 8, lp=0.8), _row("privdpr", 8, lp=0.5)])
     assert "| ∞ |" in md
+
+
+def test_an_unproven_headline_shows_infinity_and_the_papers_figure_beside_it():
+    """DPGGAN as the paper trains it: proven ε ∞, the paper's 8 beside it; a cell where only
+    some runs have a proof is never averaged into a finite figure."""
+    unproven = _row("privdpr", 8, lp=0.5, formal=math.inf)
+    unproven["privacy"]["paper_epsilon"] = 8.0
+    md = ct.comparison_markdown([unproven, _row("hogs", 8, lp=0.8)])
+    line = next(line for line in md.splitlines() if line.startswith("| PrivDPR"))
+    assert "| central | 8 | ∞ | 8.000 | 1 |" in line
+    mixed = [_row("privdpr", 8, lp=0.5, formal=math.inf), _row("privdpr", 8, lp=0.5, seed=1)]
+    md = ct.comparison_markdown([*mixed, _row("hogs", 8, lp=0.8)])
+    assert "| ∞ (some runs) |" in md

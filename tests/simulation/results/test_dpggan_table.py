@@ -80,8 +80,9 @@ def test_table1_cells_are_means_beside_the_paper_and_the_rules_stay_apart():
                     ("DPGGAN", dt.RULES["dp"], "1")]  # fmt: skip
     assert lines[1]["TC"] == "180 (175.29)"
     assert lines[2]["TC"] == "71 ± 1.4 (70.97)" and lines[2]["runs"] == "2"
-    assert lines[2]["release ε"] == "∞"
-    assert lines[3]["TC"] == "90 (70.97)" and lines[3]["release ε"] == "1.02"
+    assert lines[2]["proven ε"] == "∞"
+    # a run stored with the paper's claim as its ε (1.02): no proof, so its proven ε is ∞
+    assert lines[3]["TC"] == "90 (70.97)" and lines[3]["proven ε"] == "∞"
     assert [r["model"] for r in lines[4:]] == [
         "GVAE (no DP), paper only", "NetGAN (no DP), paper only", "GraphRNN (no DP), paper only"
     ]  # fmt: skip
@@ -110,7 +111,7 @@ def test_a_run_without_the_collection_section_shows_dashes(tmp_path):
     cells = dt.table_cells(rows)
     lines = _lines(dt.table1_markdown(cells, "dblp-collection"))
     assert lines[0]["TC"] == "— (59.9)" and lines[1]["TC"] == "— (70.97)"
-    assert lines[1]["runs"] == "1" and lines[1]["release ε"] == "∞"
+    assert lines[1]["runs"] == "1" and lines[1]["proven ε"] == "∞"
     lines = _lines(dt.table2_markdown(cells, "imdb-collection"))
     assert lines[0]["degree dist. (cosine)"] == "— (0.5081)"
     written, _ = dt.write_dpggan_report(rows, tmp_path)

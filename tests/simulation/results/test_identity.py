@@ -126,10 +126,15 @@ def test_dpar_sensitivity_keys_keep_stored_dpar_runs():
     their defaults keeps the key it had before them (golden value from the code before the
     keys); strict, or another cap, is another run."""
     golden = "b04d490e237585f0485708c5399385ca8f91f5d00cd50d79133e87851e756509"
-    dpar = cfg(protocol="dpar-gm", trust_curator=True, epsilon_convention="paper")
-    later = ("sgd_sensitivity", "column_rows_cap", "epsilon_convention")
+    dpar = cfg(protocol="dpar-gm", trust_curator=True, epsilon_convention="paper", seeded=True)
+    later = ("sgd_sensitivity", "column_rows_cap", "epsilon_convention", "seeded")
     stored = {k: v for k, v in dpar.items() if k not in later}
     assert run_key(dpar) == run_key(stored) == golden
+    # An unseeded central run draws its noise from OS entropy: another run. An LDP run is the
+    # same run seeded or not (only a central release's noise depends on it).
+    assert run_key({**dpar, "seeded": False}) != golden
+    hogs = cfg(protocol="hogs")
+    assert run_key({**hogs, "seeded": False}) == run_key({**hogs, "seeded": True})
     # The proven convention (today's default, "" resolved per protocol) calibrates other noise.
     assert run_key({**dpar, "epsilon_convention": ""}) == run_key(
         {**dpar, "epsilon_convention": "proven"}

@@ -435,7 +435,8 @@ def test_cli_table_and_filters(filled, capsys):
         "protocol",
         "dataset",
         "model",
-        "ε",
+        "ε_asked",
+        "ε_proven",
         "seed",
         "val%",
         "test%",
@@ -475,7 +476,9 @@ def test_cli_group(filled, capsys, tmp_path):
     code, out, _ = run_cli(capsys, "results", "--store", str(filled.path), "--group")
     assert code == 0
     lines = out.strip().splitlines()
-    assert lines[0].split()[:6] == ["config", "protocol", "dataset", "model", "ε", "n"]
+    assert lines[0].split()[:7] == [
+        "config", "protocol", "dataset", "model", "ε_asked", "ε_proven", "n"
+    ]  # fmt: skip
     assert len(lines) == 5
     assert any("55.0 ± 7.1" in line for line in lines)
     code, out, _ = run_cli(capsys, "results", "--store", str(filled.path), "--group", "--json")
@@ -605,8 +608,8 @@ def test_cli_columns_and_list_columns(measured, capsys):
         capsys, "results", "--store", path, "--columns", "graph_stats.triangles.re,lp.auc"
     )
     head, *body = out.strip().splitlines()
-    assert head.split()[7:11] == ["val%", "test%", "graph_stats.triangles.re", "lp.auc"]
-    assert body[0].split()[9:11] == ["0.5", "0.8"] and body[2].split()[9:11] == ["1", "-"]
+    assert head.split()[8:12] == ["val%", "test%", "graph_stats.triangles.re", "lp.auc"]
+    assert body[0].split()[10:12] == ["0.5", "0.8"] and body[2].split()[10:12] == ["1", "-"]
     code, out, _ = run_cli(capsys, "results", "--store", path, "--group", "--columns", "lp.auc")
     assert "0.85 ± 0.071" in out
     code, _, err = run_cli(capsys, "results", "--store", path, "--columns", "graph.triangles")
