@@ -27,8 +27,10 @@ exactly one uniform 64-bit word w: success iff w < p. G is the number of leading
 a sequence of such words, so each geometric reads a fixed block of M words
 (:func:`words_per_geometric`: the least M with a^M ≤ 2^{−TAIL_BITS}, public, a function of ε
 only) and counts its leading successes with full-length array passes (no early exit, no
-data-dependent branch). Only if all M words of a block succeed (probability a^M ≤ 2^{−64}) does
-the sampler read further words, one at a time, until the first failure: the output is still
+data-dependent branch); K stays in numpy until it is added to the value, so only the public
+output becomes a Python int (CPython's int paths take value-dependent time). Only if all M
+words of a block succeed (probability a^M ≤ 2^{−64}) does the sampler read further words, one
+at a time, until the first failure: the output is still
 exactly the geometric law, so the output is exactly ε-DP with δ = 0, and only the *time* may
 then depend on the noise. The pair (output, time) is therefore (ε, δ_t)-DP with
 δ_t = (1 + e^ε)·2·2^{−TAIL_BITS} per draw (:func:`timing_delta`; a coupling argument: with
