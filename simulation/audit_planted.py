@@ -1,6 +1,6 @@
-"""Planted broken variants of the node's mechanisms, for the audit's own tests and for
-``ldpgraph audit --planted``: an audit that cannot fail proves nothing, so each row is shown to
-FAIL on a variant with the flaw it exists to catch.
+"""Planted broken variants of the node's mechanisms, for the audit's own tests and
+``benchmarks/bench_laplace_sampler.py``: an audit that cannot fail proves nothing, so each row
+is shown to FAIL on a variant with the flaw it exists to catch.
 
 None of this is on a node's code path: the client imports :mod:`ldpgraph.protocols`, never this
 module. The variants are
