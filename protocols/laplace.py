@@ -9,34 +9,45 @@ Laplace mechanism adds integer noise K with P[K = k] = (1 − a)/(1 + a)·a^|k|,
 integer in, integer out: the likelihood ratio of any output under inputs that differ by at most
 Δ is at most e^ε exactly, with no floating-point output to leak the input.
 
-Sampling, exactly. K is drawn by Canonne, Kamath & Steinke, "The Discrete Gaussian for
-Differential Privacy" (NeurIPS 2020), Algorithm 2 (discrete Laplace of scale t/s), on top of their
-Algorithm 1 (an exact Bernoulli(e^{−γ}) for rational γ), using nothing but uniform integer draws
-``rng.integers`` from the numpy generator the caller gives (a node's own stream from
-:func:`ldpgraph.protocols.rng.node_rng`) and Python / int64 integer arithmetic: no float takes
-part in any decision, so the output law is exactly the pmf above (no float rounding, no
-saturation). An earlier sampler took G1 − G2 from ``rng.geometric``: at tiny ε numpy caps the
-geometric at INT64_MAX, both draws saturate and the true value was sent (ε = 1e-20: 83 % of
-draws), and near ε ≈ 1e-18 ``value + noise`` overflowed int64.
+Sampling, exactly and in constant work. The noise is secret and the output public, so the time
+a node takes to draw it must not depend on it. An earlier sampler (Canonne, Kamath & Steinke,
+NeurIPS 2020, Algorithms 1–2) looped a number of times that grew with |K|: timing one node's
+``perturb`` on degree 4 vs 5 gave an ε lower bound of 5.11 for a claimed 0.8 (the timing attack
+of Jin, McMurtry, Rubinstein & Ohrimenko, "Are We There Yet? Timing and Floating-Point Attacks
+on Differential Privacy Systems", IEEE S&P 2022, §IV). That sampler survives only as a planted
+broken variant for the audit (:mod:`ldpgraph.simulation.audit_planted`).
 
-The rate is rational. ε is a float; the sampler uses the decay rate s/t = ⌊(ε/Δ)·2^32⌋ / 2^32
-(in lowest terms, computed from the float's exact integer ratio, and capped at
-:data:`MAX_RATE`), which is never above ε/Δ: the noise is never narrower than the claimed
-mechanism's, so it is ε-DP at the claimed ε. The accounting below keeps using ε itself, which is
-therefore conservative by at most 2^−32·Δ in ε. :attr:`DiscreteLaplace.rate` gives (s, t);
-:meth:`DiscreteLaplace.pmf`, :attr:`~DiscreteLaplace.decay` and
-:attr:`~DiscreteLaplace.variance` describe the law actually sampled (at s/t). ε/Δ below
-:data:`MIN_EPSILON` is refused (a hostile server may send any ε).
+K is drawn as G₁ − G₂, two independent geometrics with P[G ≥ g] = a^g, whose difference has
+exactly the pmf above (Inusah & Kozubowski 2006, Proposition 3.1). The decay is a dyadic
+rational, a = p/2^64 with p = ⌈2^64·e^{−ε/Δ}⌉ (:func:`decay_numerator`, computed with a
+rigorous upper bound in exact arithmetic), so a ≥ e^{−ε/Δ}: the noise is never narrower than
+the claimed mechanism's, the law sampled is exactly ε'-DP with ε' = Δ·ln(1/a) ≤ ε, and the
+accounting below, which uses ε, is conservative by at most 2^{−64}/a. A Bernoulli(a) is then
+exactly one uniform 64-bit word w: success iff w < p. G is the number of leading successes in
+a sequence of such words, so each geometric reads a fixed block of M words
+(:func:`words_per_geometric`: the least M with a^M ≤ 2^{−TAIL_BITS}, public, a function of ε
+only) and counts its leading successes with full-length array passes (no early exit, no
+data-dependent branch); K stays in numpy until it is added to the value, so only the public
+output becomes a Python int (CPython's int paths take value-dependent time). Only if all M
+words of a block succeed (probability a^M ≤ 2^{−64}) does the sampler read further words, one
+at a time, until the first failure: the output is still
+exactly the geometric law, so the output is exactly ε-DP with δ = 0, and only the *time* may
+then depend on the noise. The pair (output, time) is therefore (ε, δ_t)-DP with
+δ_t = (1 + e^ε)·2·2^{−TAIL_BITS} per draw (:func:`timing_delta`; a coupling argument: with
+probability ≥ 1 − 2^{1−TAIL_BITS} the work is the fixed one and independent of the noise),
+which :func:`discrete_laplace_part` reports as ``timing_delta``. ``ldpgraph audit`` measures it
+(the ``timing`` rows, :mod:`ldpgraph.simulation.audit_timing`).
 
-Speed. Nodes draw one value (Blink) or a few (LDPGen's k groups): batches of up to
-:data:`SEQUENTIAL_MAX` entries are drawn entry by entry with the scalar sampler, so such a batch
-draws exactly what one-by-one calls on the same generator would. Larger batches (the audit's
-10^6 draws, a large k) use a vectorised version of the same algorithm: every round, the pending
-entries run one attempt together (the same integer rejection steps over arrays), the accepted
-ones are kept and the rejected ones retried. Same law, different order of draws from the
-generator; both are deterministic for a seeded generator. The module is numpy only at import
-time (it is on the client's import path); the accounting helpers import dp-accounting only when
-called.
+Scalar and batched draws are the same draws. One draw reads its 2M words in one
+``random_raw`` call of the generator's bit generator (PCG64: a node's own stream from
+:func:`ldpgraph.protocols.rng.node_rng`); a batch of n draws reads n·2M words in the same order
+(in chunks of :data:`CHUNK_WORDS`), so it equals n one-by-one calls on the same generator,
+except when a block overflows (probability ≤ n·2^{1−TAIL_BITS}): the batch then reads the
+overflow's further words after the whole batch. The module is numpy only at import time (it is
+on the client's import path); the accounting helpers import dp-accounting only when called.
+(Draws changed with this sampler: runs that use noisy counts — Blink's degrees, LDPGen's degree
+vectors, DPGGAN's and the baselines' edge counts — release other noise than before for the same
+seed.)
 
 Accounting note (dp-accounting 0.6.0): ``PLDAccountant`` accepts ``DiscreteLaplaceDpEvent`` only
 under ADD_OR_REMOVE_ONE or REPLACE_SPECIAL, not under the REPLACE_ONE relation that randomized
@@ -47,16 +58,17 @@ one replaced adjacency bit does to the count, and its privacy loss takes only th
 its ε at δ = 0 is ε to float precision (measured: 0.8 → 0.8000000000000002, 4 → 4.0). It is
 composed with the randomized-response PLDs that :mod:`ldpgraph.protocols.accounting` uses,
 without tail truncation: the default 1e-15 truncation of a composition can move mass to infinite
-loss and make ε at δ = 0 infinite. (Using ε rather than the sampled rate s/t ≤ ε/Δ is
-conservative, see above.)
+loss and make ε at δ = 0 infinite. (Using ε rather than Δ·ln(1/a) ≤ ε is conservative,
+see above.)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from numbers import Integral, Rational, Real
 from typing import Any
 
@@ -71,108 +83,128 @@ MECHANISM = "discrete-laplace"
 #: INT64_MAX, so G1 − G2 = 0 and the true value is sent). Protocols validate their parameters
 #: against it before a node spends any budget.
 MIN_EPSILON = 1e-3
-#: ε/Δ is rounded down to a multiple of 1/RATE_DENOMINATOR for the sampler (2^−32: the rounding
-#: is below 1e-9 of ε even at MIN_EPSILON, and every integer the sampler draws stays < 2^62).
-RATE_DENOMINATOR = 1 << 32
-#: Rates ε/Δ above this are sampled at this rate (more noise, still ε-DP; P[K ≠ 0] < e^{−10^6}
-#: either way), which keeps s < 2^52.
-MAX_RATE = 1 << 20
+#: The decay is a = p/2^DECAY_BITS: one uniform word decides one Bernoulli(a) exactly.
+DECAY_BITS = 64
+#: Each geometric reads M words with a^M ≤ 2^−TAIL_BITS; past them (that probability) the
+#: sampler's time may depend on its noise (:func:`timing_delta`).
+TAIL_BITS = 64
+#: Rates ε/Δ above this sample at this rate (p = 1, a = 2^−64: more noise than claimed, still
+#: ε-DP; P[K ≠ 0] < 2^−62 either way).
+MAX_RATE = 64
 #: |value| above this is refused, so that value + noise stays far inside int64.
 MAX_VALUE = 1 << 40
-#: Batches up to this size are drawn entry by entry (bit-identical to one-by-one calls).
-SEQUENTIAL_MAX = 64
+#: A batch is drawn in chunks of about this many words (memory).
+CHUNK_WORDS = 1 << 22
+#: The sampler as a report names it.
+SAMPLER = "constant-work G1 - G2, a = p/2^64, 2M words per draw"
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool | np.bool_)
 
 
-# --------------------------------------------------------------------------- exact sampling
-# Canonne, Kamath & Steinke (2020): Algorithm 1 (Bernoulli(e^{−γ}), γ = n/d ∈ [0, 1]) and
-# Algorithm 2 (discrete Laplace, P[Z = z] ∝ e^{−|z|·s/t}). Only rng.integers and integers.
+# --------------------------------------------------------------------------- constant-work sampling
 
 
-def bernoulli_exp(n: int, d: int, rng: np.random.Generator) -> bool:
-    """An exact Bernoulli(e^{−n/d}) for integers 0 ≤ n ≤ d, d ≥ 1 (CKS Algorithm 1 for
-    γ ∈ [0, 1]): K counts draws of Bernoulli(γ/k), k = 1, 2, …, until one fails; P[K odd] =
-    e^{−γ}. Bernoulli(n/(d·k)) is ``rng.integers(0, d·k) < n``."""
-    k = 1
-    while int(rng.integers(0, d * k)) < n:
-        k += 1
-    return k % 2 == 1
-
-
-def bernoulli_exp_many(n: np.ndarray, d: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`bernoulli_exp` for every entry of the int64 array ``n`` (0 ≤ n ≤ d): the k-th
-    step draws Bernoulli(n/(d·k)) for the entries still running, all with the same k."""
-    out = np.empty(n.shape[0], dtype=bool)
-    live = np.arange(n.shape[0])
-    k = 1
-    while live.size:
-        go_on = rng.integers(0, d * k, size=live.size, dtype=np.int64) < n[live]
-        out[live[~go_on]] = k % 2 == 1
-        live = live[go_on]
-        k += 1
-    return out
-
-
-def exact_sample(s: int, t: int, rng: np.random.Generator) -> int:
-    """One draw Z with P[Z = z] ∝ e^{−|z|·s/t} exactly (CKS Algorithm 2), s, t ≥ 1 integers.
-
-    U uniform on {0, …, t − 1} is kept with probability e^{−U/t}; V is geometric
-    (P[V ≥ v] = e^{−v}); X = U + t·V then has P[X = x] ∝ e^{−x/t}, Y = ⌊X/s⌋ is geometric with
-    P[Y = y] ∝ e^{−y·s/t}, and a fair sign (rejecting −0) makes it two-sided.
-    """
-    while True:
-        u = int(rng.integers(0, t))
-        if not bernoulli_exp(u, t, rng):
-            continue
-        v = 0
-        while bernoulli_exp(1, 1, rng):
-            v += 1
-        y = (u + t * v) // s
-        negative = int(rng.integers(0, 2)) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def exact_samples(size: int, s: int, t: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` independent draws of :func:`exact_sample` (int64), vectorised: every round,
-    all pending entries make one attempt of Algorithm 2 together, with the same integer steps
-    over arrays; the accepted ones are final, the rejected ones try again next round."""
-    out = np.zeros(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        u = rng.integers(0, t, size=pending.size, dtype=np.int64)
-        kept = bernoulli_exp_many(u, t, rng)
-        retry = pending[~kept]
-        idx, u = pending[kept], u[kept]
-        v = np.zeros(idx.size, dtype=np.int64)
-        live = np.arange(idx.size)
-        while live.size:
-            live = live[bernoulli_exp_many(np.ones(live.size, dtype=np.int64), 1, rng)]
-            v[live] += 1
-        y = (u + t * v) // s
-        negative = rng.integers(0, 2, size=idx.size, dtype=np.int64) == 1
-        done = ~(negative & (y == 0))
-        out[idx[done]] = np.where(negative[done], -y[done], y[done])
-        pending = np.concatenate([retry, idx[~done]])
-    return out
-
-
-def sampling_rate(epsilon: float, sensitivity: int = 1) -> tuple[int, int]:
-    """(s, t) coprime with s/t = min(⌊(ε/Δ)·2^32⌋ / 2^32, MAX_RATE) ≤ ε/Δ, from ε's exact
-    rational value (a float's integer ratio): the rate the sampler uses."""
+def _exact_ratio(epsilon: Real) -> tuple[int, int]:
     if isinstance(epsilon, Rational):
-        num, den = Fraction(int(epsilon.numerator), int(epsilon.denominator)).as_integer_ratio()
-    else:
-        num, den = float(epsilon).as_integer_ratio()
-    s = min(num * RATE_DENOMINATOR // (den * int(sensitivity)), MAX_RATE * RATE_DENOMINATOR)
-    if s < 1:
-        raise ValueError(f"epsilon/sensitivity = {epsilon}/{sensitivity} is too small to sample")
-    g = math.gcd(s, RATE_DENOMINATOR)
-    return s // g, RATE_DENOMINATOR // g
+        return Fraction(int(epsilon.numerator), int(epsilon.denominator)).as_integer_ratio()
+    return float(epsilon).as_integer_ratio()
+
+
+def decay_numerator(epsilon: Real, sensitivity: int = 1) -> int:
+    """p = ⌈2^64·e^{−r}⌉ for r = min(ε/Δ, MAX_RATE) taken exactly (a float's integer ratio),
+    or an integer above it by at most one: a = p/2^64 ≥ e^{−ε/Δ}, never less noise than claimed.
+
+    Rigorous: r is rounded down to 60 digits (r_lo ≤ r), ``Decimal.exp`` is correctly rounded
+    (relative error ≤ 10^−59), and the result is raised by a factor 1 + 10^−50 before the exact
+    ceiling, so p/2^64 ≥ e^{−r_lo} ≥ e^{−r}. At MIN_EPSILON ≤ r it is < 2^64.
+    """
+    num, den = _exact_ratio(epsilon)
+    return _decay_numerator(min(Fraction(num, den * int(sensitivity)), Fraction(MAX_RATE)))
+
+
+@lru_cache(maxsize=256)
+def _decay_numerator(rate: Fraction) -> int:
+    with localcontext() as ctx:
+        ctx.prec = 60
+        ctx.rounding = ROUND_FLOOR
+        r_lo = Decimal(rate.numerator) / Decimal(rate.denominator)
+        ctx.rounding = ROUND_CEILING
+        upper = (-r_lo).exp() * (Decimal(1) + Decimal(10) ** -50)
+    p = math.ceil(Fraction(upper) * (1 << DECAY_BITS))
+    return max(1, min(p, (1 << DECAY_BITS) - 1))
+
+
+def words_per_geometric(p: int) -> int:
+    """M: the least block with a^M ≤ 2^−TAIL_BITS, a = p/2^64 (a float computation with a
+    margin; a test checks p^M ≤ 2^(64M − TAIL_BITS) exactly). Public: it depends on ε only."""
+    log_inv_a = DECAY_BITS * math.log(2.0) - math.log(p)
+    return max(1, math.ceil(TAIL_BITS * math.log(2.0) / log_inv_a * (1.0 + 1e-9)))
+
+
+def timing_delta(epsilon: float, draws: int = 1) -> float:
+    """δ of (output, time) for ``draws`` draws at ε (above): (1 + e^ε)·draws·2^{1−TAIL_BITS}."""
+    return (1.0 + math.exp(min(float(epsilon), 700.0))) * draws * 2.0 ** (1 - TAIL_BITS)
+
+
+def _overflow(p: int, rng: np.random.Generator) -> int:
+    """Further successes after a block that succeeded throughout (probability ≤ 2^−64): one
+    word at a time until the first failure; the only part whose time depends on the noise."""
+    extra = 0
+    while int(rng.bit_generator.random_raw()) < p:
+        extra += 1
+    return extra
+
+
+def _leading_successes(ok: np.ndarray, m: int) -> np.ndarray:
+    """Per block (last axis, length m): the index of the first failure, m if none, as a
+    full-length min over all m positions (no early exit: the work does not depend on it)."""
+    dtype = np.int16 if m < (1 << 15) else np.int32
+    return np.where(ok, dtype(m), np.arange(m, dtype=dtype)).min(axis=-1)
+
+
+def noise_array(p: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """One draw K = G₁ − G₂, P[K = k] ∝ (p/2^64)^|k| exactly, as an int64 array of shape (1,),
+    from 2m words read in one call: G₁ counts the leading successes (w < p) of the first m
+    words, G₂ of the last m; full-length array passes, the same work for every K (unless a
+    block overflows, see :func:`_overflow`). K stays inside numpy: a Python int made from it
+    would take a time that depends on its value (measured: CPython's int conversion and
+    subtraction are ~30 ns faster for K = −1 than for K = 1, enough for the timing audit to
+    see), so callers add it to their value in numpy and convert only the public output."""
+    ok = rng.bit_generator.random_raw(2 * m).reshape(2, m) < np.uint64(p)
+    g = _leading_successes(ok, m).astype(np.int64)
+    if (g == m).any():
+        g = g + np.array([_overflow(p, rng) if x == m else 0 for x in g.tolist()], np.int64)
+    return g[0:1] - g[1:2]
+
+
+def sample_noise(p: int, m: int, rng: np.random.Generator) -> int:
+    """:func:`noise_array` as a Python int (for tests and tools: converting the noise takes
+    a time that depends on it; a node adds it to its value first, :meth:`DiscreteLaplace.
+    perturb`)."""
+    return int(noise_array(p, m, rng)[0])
+
+
+def sample_noises(size: int, p: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of :func:`sample_noise` (int64), vectorised over rows of 2m words read
+    in the same order (``integers`` over the full 64-bit range returns the raw words, faster
+    than ``random_raw`` for large blocks), so equal to ``size`` one-by-one calls unless a
+    block overflows (its further words are then read after the batch: same law, other
+    draws)."""
+    out = np.empty(size, dtype=np.int64)
+    rows = max(1, CHUNK_WORDS // (2 * m))
+    over: list[tuple[int, int]] = []
+    for lo in range(0, size, rows):
+        hi = min(size, lo + rows)
+        words = rng.integers(0, 1 << 64, size=(hi - lo, 2, m), dtype=np.uint64)
+        g = _leading_successes(words < np.uint64(p), m)
+        out[lo:hi] = g[:, 0] - g[:, 1]
+        for r, side in zip(*np.nonzero(g == m), strict=True):
+            over.append((lo + int(r), int(side)))
+    for i, side in over:
+        out[i] += _overflow(p, rng) if side == 0 else -_overflow(p, rng)
+    return out
 
 
 @dataclass(frozen=True)
@@ -181,8 +213,8 @@ class DiscreteLaplace:
 
     Pure ε-DP for integer inputs that differ by at most ``sensitivity`` = Δ (a degree under one
     changed adjacency bit: 1). Integer in, integer out, so no floating-point artefact can tell
-    neighbouring inputs apart. K is sampled exactly at the rate ε/Δ rounded down to a multiple
-    of 2^−32 (:attr:`rate`), so never with less noise than claimed.
+    neighbouring inputs apart. K is sampled exactly with decay a = p/2^64 ≥ e^{−ε/Δ}
+    (:attr:`decay_fraction`), so never with less noise than claimed, in constant work per draw.
     """
 
     epsilon: float
@@ -203,24 +235,26 @@ class DiscreteLaplace:
             )
 
     @cached_property
-    def rate(self) -> tuple[int, int]:
-        """(s, t): the sampler's decay rate s/t ≤ ε/Δ, exactly (see :func:`sampling_rate`)."""
-        return sampling_rate(self.epsilon, int(self.sensitivity))
+    def decay_fraction(self) -> tuple[int, int]:
+        """(p, 2^64): the sampled decay a = p/2^64 ≥ e^{−ε/Δ} (:func:`decay_numerator`)."""
+        return decay_numerator(self.epsilon, int(self.sensitivity)), 1 << DECAY_BITS
 
-    @property
-    def _rate(self) -> float:
-        s, t = self.rate
-        return s / t
+    @cached_property
+    def block(self) -> int:
+        """M, the words each geometric reads (:func:`words_per_geometric`; 2M per draw)."""
+        return words_per_geometric(self.decay_fraction[0])
 
     @property
     def decay(self) -> float:
-        """a = e^{−s/t} (s/t the sampled rate, ≤ ε/Δ): P[K = k] = (1 − a)/(1 + a)·a^|k|."""
-        return math.exp(-self._rate)
+        """a = p/2^64 (≥ e^{−ε/Δ}): P[K = k] = (1 − a)/(1 + a)·a^|k|."""
+        p, q = self.decay_fraction
+        return p / q
 
     @property
     def success_probability(self) -> float:
-        """1 − a (accurate for small rates)."""
-        return -math.expm1(-self._rate)
+        """1 − a, exactly as a float ((2^64 − p)/2^64)."""
+        p, q = self.decay_fraction
+        return (q - p) / q
 
     @property
     def variance(self) -> float:
@@ -229,37 +263,33 @@ class DiscreteLaplace:
         return 2.0 * a / self.success_probability**2
 
     def pmf(self, k: np.ndarray | int) -> np.ndarray:
-        """P[K = k] of the law sampled (closed form, rate s/t), for tests and reports."""
+        """P[K = k] of the law sampled (closed form, decay a = p/2^64), for tests and reports."""
         a = self.decay
         k = np.abs(np.asarray(k, dtype=np.float64))
         return (self.success_probability / (1.0 + a)) * np.power(a, k)
 
     def noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        """int64 noise of ``shape`` from ``rng``: entry by entry with :func:`exact_sample` for
-        up to :data:`SEQUENTIAL_MAX` entries (what one-by-one calls draw), else vectorised
-        (:func:`exact_samples`, the same law)."""
-        s, t = self.rate
+        """int64 noise of ``shape`` from ``rng`` (:func:`sample_noises`: the draws of one-by-one
+        :meth:`perturb` calls unless a block overflows, probability ≤ size·2^−63)."""
         size = math.prod(shape)
-        if size <= SEQUENTIAL_MAX:
-            flat = np.array([exact_sample(s, t, rng) for _ in range(size)], dtype=np.int64)
-        else:
-            flat = exact_samples(size, s, t, rng)
-        return flat.reshape(shape)
+        return sample_noises(size, self.decay_fraction[0], self.block, rng).reshape(shape)
 
     def perturb(self, value: int, rng: np.random.Generator) -> int:
-        """One noisy count: ``value`` + K (K from :func:`exact_sample` on ``rng``); an int."""
+        """One noisy count: ``value`` + K (K from :func:`noise_array` on ``rng``, the same work
+        whatever K is); an int."""
         if not _is_int(value):
             raise TypeError(f"the discrete Laplace mechanism takes an integer, got {value!r}")
         value = int(value)
         if abs(value) > MAX_VALUE:
             raise ValueError(f"|value| must be <= 2^40, got {value}")
-        s, t = self.rate
-        return value + exact_sample(s, t, rng)
+        noisy = noise_array(self.decay_fraction[0], self.block, rng)
+        noisy += value  # in numpy: only the public output becomes a Python int
+        return int(noisy[0])
 
     def perturb_many(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Independent noise on every entry of an integer array, from one generator (one
-        party's vector of counts); an int64 array of the same shape. Up to
-        :data:`SEQUENTIAL_MAX` entries it equals one-by-one :meth:`perturb` calls."""
+        party's vector of counts); an int64 array of the same shape, equal to one-by-one
+        :meth:`perturb` calls (see :meth:`noise`)."""
         arr = np.asarray(values)
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
             raise TypeError(
@@ -337,4 +367,6 @@ def discrete_laplace_part(name: str, unit: str, epsilon: float) -> dict[str, Any
         "noise_decay": mech.decay,
         "noise_std": math.sqrt(mech.variance),
         "sensitivity": 1,
+        "sampler": SAMPLER,
+        "timing_delta": timing_delta(epsilon),
     }

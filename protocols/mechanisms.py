@@ -76,8 +76,13 @@ class RandomizedResponse:
         p = self.p
         if p >= DENSE_FLIP:
             # Dense rows: one uniform per column; a 1 survives (u >= p), a 0 flips (u < p).
+            # The true row is scattered into a full-length mask and XORed in (one plain
+            # scatter per neighbour, then fixed O(length) work), not gathered, inverted and
+            # scattered back: less work that depends on the node's degree (timing audit).
             bits = rng.random(length) < p
-            bits[ones] = ~bits[ones]
+            row = np.zeros(length, dtype=bool)
+            row[ones] = True
+            bits ^= row
             if exclude is not None:
                 bits[exclude] = False
             return np.flatnonzero(bits).astype(np.int32)
@@ -110,8 +115,8 @@ def _sparse_row(
         survive &= keep_rng.random(ones.shape[0]) < mu
         k = int(keep_rng.binomial(k, mu)) if k > 0 else 0
     kept = ones[survive]
-    if not k:
-        return kept.astype(np.int32)
+    # No early return when no zero flipped (k = 0): the same steps run (drawing nothing), so
+    # a fast reply does not tell that every reported 1 is a true neighbour (timing audit).
     ranks = distinct_ranks(rng, k, num_zeros)
     # Map the rank among the zeros to a column id: skip every excluded id below it.
     below = excluded - np.arange(excluded.shape[0])

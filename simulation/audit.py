@@ -247,11 +247,21 @@ class Trial:
 
 @dataclass(frozen=True)
 class Auditable:
-    """A mechanism that can be audited at any ε: ``build(ε)`` sets up its :class:`Trial`."""
+    """A mechanism that can be audited at any ε: ``build(ε)`` sets up its :class:`Trial`.
+
+    A row with its own statistic (the timing and rate rows) sets ``run(trial, n, rng, α,
+    tick)``, which returns the row's result fields; ``scale`` turns the run's draws per input
+    into the row's (its draws, calls or bits)."""
 
     name: str
     description: str
-    build: Callable[[float], Trial]
+    build: Callable[[float], Any]
+    run: Callable[..., dict[str, Any]] | None = None
+    scale: float = 1.0
+
+    def draws(self, draws: int) -> int:
+        """This row's draws per input for a run of ``draws``."""
+        return draws if self.scale == 1.0 else max(400, round(draws * self.scale))
 
 
 AUDITS: dict[str, Auditable] = {}
@@ -579,6 +589,20 @@ def audit_one(
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     trial = audit.build(float(eps))
     rng = _rng(seed, audit.name, eps)
+    if audit.run is not None:
+        n = audit.draws(draws)
+        got = audit.run(trial, n, rng, alpha, tick)
+        return AuditRow(
+            mechanism=audit.name,
+            epsilon=float(eps),
+            inputs=f"{trial.inputs[0]} vs {trial.inputs[1]}",
+            unit=trial.unit,
+            claimed_epsilon=float(trial.claimed_epsilon),
+            draws=int(n),
+            alpha_row=float(alpha),
+            **got,
+        )
+    draws = audit.draws(draws)
     n_sel = draws // 2
     n_est = draws - n_sel
     sel = [_count_half(trial, w, n_sel, rng, tick) for w in (0, 1)]
@@ -639,7 +663,7 @@ def run_audit(
         from tqdm import tqdm
 
         bar = tqdm(
-            total=2 * draws * len(jobs),
+            total=sum(2 * a.draws(draws) for a, _ in jobs),
             unit="draw",
             unit_scale=True,
             file=sys.stderr,
@@ -708,3 +732,15 @@ def format_table(rows: Sequence[AuditRow]) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _register_node_rows() -> None:
+    """The node audit's rows (:mod:`.audit_node`, :mod:`.audit_timing`), after the above."""
+    from .audit_node import register_all
+    from .audit_timing import register_all as register_timing
+
+    register_all()
+    register_timing()
+
+
+_register_node_rows()

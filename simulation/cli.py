@@ -450,7 +450,14 @@ What a lower bound means: if ε_lb exceeds the claimed ε (the privacy report's 
 mechanism spends more than it claims, with confidence 1 - α (FAIL, exit code 1). A PASS cannot
 prove that a mechanism is ε-DP: it only says that these draws found no event that leaks more
 than claimed. Real-valued outputs are also tested for floating-point outputs that one input
-cannot produce (a float Laplace fails that way)."""
+cannot produce (a float Laplace fails that way).
+
+The node audit (docs/privacy/audit.md) runs each node's own code path: the scalar sampler
+(degree-node), the batched client step (degree-batch, rr-batch-rate), LDPGen's vector
+(ldpgen-vector), flip rates over 100·DRAWS bits (the *-rate rows: power for a 2 % over-spend at
+ε = 8) and the reply time (timing, timing-rr: output and wall-clock time of one call on
+neighbouring inputs, 0.15·DRAWS pairs, FAIL when the time adds more than 0.1 to the claim).
+Rows that make one node call per draw use 0.1·DRAWS."""
 
 
 def _add_audit(sub: argparse._SubParsersAction) -> None:
