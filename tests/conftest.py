@@ -54,6 +54,10 @@ def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
         if not os.environ.get("LDPGRAPH_CACHE"):
             mp.setenv("LDPGRAPH_CACHE", str(tmp_path_factory.mktemp("cache")))
         mp.setenv("FLWR_HOME", str(tmp_path_factory.mktemp("flwr-home")))
+        # A deployed node's default ledger and witness live in the operator's state and config
+        # homes: never the real ones from a test.
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
         mp.setenv("FLWR_TELEMETRY_ENABLED", "0")
         try:
             yield

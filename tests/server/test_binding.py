@@ -114,7 +114,12 @@ def honest(part: Path, block: int):
     ctx = Context(
         run_id=1,
         node_id=block,
-        node_config={"data-file": str(part / f"nodes-{block:05d}"), "budget": 100.0},
+        # Counted per bit (edge LDP, as the runs state it): per vector, ε = 4 costs far more.
+        node_config={
+            "data-file": str(part / f"nodes-{block:05d}"),
+            "budget": 100.0,
+            "unit": "per-bit",
+        },
         state=RecordDict(),
         run_config={},
     )
