@@ -368,9 +368,9 @@ def test_strict_sgd_bound_is_the_triangle_of_two_dp_accounting_legs():
     from ldpgraph.protocols.central.dpsgd import sgd_epsilon
 
     q, steps, delta = 0.3, 50, 1e-3
-    assert strict_sgd_epsilon(1.2, q, steps, 1, delta) == pytest.approx(
-        sgd_epsilon(1.2, q, steps, delta), rel=1e-2
-    )
+    # D = 1: dp-accounting's DP-SGD, on a coarser order grid (never below it).
+    ours, ref = strict_sgd_epsilon(1.2, q, steps, 1, delta), sgd_epsilon(1.2, q, steps, delta)
+    assert ref - 1e-9 <= ours <= 1.03 * ref
     z, big_d = 9.0, 3
 
     def leg(rows, order):
