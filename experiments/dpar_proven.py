@@ -21,7 +21,7 @@ from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import curator_view, prepare
 
-#: Table 1's δ per dataset (spec §4.5), the paper's 80 % training split.
+#: The paper's Table 1 δ per dataset (its 80 % training split).
 DELTA = {"cora-ml": 2e-3, "coauthor-cs": 8e-4, "coauthor-physics": 1e-4}
 
 

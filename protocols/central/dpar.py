@@ -34,8 +34,8 @@ headline, node-level under add/remove, and the noise is calibrated so the proven
 ``delta_pr_share`` between DP-APPR and DP-SGD, DP-APPR's σ or Gumbel/value ε by the exact bound of
 its M rows, DP-SGD's noise by the strict bound with D rows (the column cap always applies).
 ``paper``: the paper's calibration (ε_rep = q′·(ε_pr + ε_sgd), KOV per-vector budgets, DP-SGD at
-the τ-scaled sensitivity; spec §4.5) reproduced, and the headline is the proven ε of that noise
-(``paper_epsilon`` beside it is the paper's figure).
+the τ-scaled sensitivity; paper §4 and Thm. 2) reproduced, and the headline is the proven ε of
+that noise (``paper_epsilon`` beside it is the paper's figure).
 
 **``sgd_sensitivity``** matters only under ``paper``: ``faithful`` (default) is the paper's
 τ·C DP-SGD calibration with no column cap (D read off Π for the proven figure); ``strict``
@@ -553,7 +553,7 @@ class Dpar(CentralStrategy):
             + (
                 "the noise is calibrated so this proven bound equals the requested ε."
                 if self.proven
-                else "the paper's calibration (spec §4.5); the headline is the proven ε of "
+                else "the paper's calibration (§4, Theorems 1–3); the headline is the proven ε of "
                 "that noise, paper_epsilon the paper's q′·(ε_pr + ε_sgd)."
             ),
             "Node-level DP under add/remove of one training node (features, label, edges) "
