@@ -165,6 +165,86 @@ class ApprNoise:
     laplace_b: float = 0.0
     sigma: float = 0.0
     sigma_rule: str = ""
+    #: EM1: the ε of one released value (sensitivity C2), what its discrete Laplace spends.
+    eps_value: float = 0.0
+
+    @property
+    def levels(self) -> int:
+        """EM1: a value is released on the grid C2/L (L = ``levels``): the integer
+        round(p̂·L/C2) ∈ [0, L] plus discrete Laplace of sensitivity L. L is as fine as the
+        sampler allows (ε/L ≥ its smallest rate), at most 1000."""
+        from ..laplace import MIN_EPSILON
+
+        return int(max(1, min(1000, math.floor(self.eps_value / MIN_EPSILON))))
+
+    def value_mechanism(self):
+        """EM1's exact discrete Laplace on the gridded value (pure ε_value-DP)."""
+        from ..laplace import DiscreteLaplace
+
+        return DiscreteLaplace(self.eps_value, sensitivity=self.levels)
+
+    @classmethod
+    def proven(
+        cls,
+        variant: str,
+        eps_pr: float,
+        delta_pr: float,
+        m: int,
+        k: int,
+        clip_gm: float,
+        clip_em: float,
+        value_share: float = 0.5,
+    ) -> ApprNoise:
+        """The noise at which the proven bound of the M rows (docs/privacy/dpar.md) equals
+        (ε_pr, δ_pr): GM's σ by the exact Gaussian bound, EM's Gumbel (and EM1's value) ε by
+        the exact composition of the pure-DP pieces."""
+        from .dpar_privacy import calibrate_em, calibrate_gm
+
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown DP-APPR variant {variant!r}; one of {VARIANTS}")
+        if variant == "gm":
+            sigma = calibrate_gm(eps_pr, delta_pr, clip_gm, m)
+            return cls(variant, 0.0, 0.0, sigma=sigma, sigma_rule="proven")
+        share = value_share if variant == "em1" else 0.0
+        eps_g, eps_value = calibrate_em(eps_pr, delta_pr, k, m, share)
+        return cls(
+            variant, 0.0, 0.0, eps_gumbel=eps_g, beta=clip_em / eps_g,
+            laplace_b=clip_em / eps_value if eps_value else 0.0, eps_value=eps_value,
+        )  # fmt: skip
+
+    def proven_epsilon(self, m: int, k: int, clip_gm: float, delta_pr: float) -> float:
+        """The proven ε of these M rows at ``delta_pr`` (docs/privacy/dpar.md)."""
+        from .dpar_privacy import em_groups, gm_epsilon, pure_composition_epsilon
+
+        if self.variant == "gm":
+            return gm_epsilon(self.sigma, clip_gm, m, delta_pr)
+        groups = em_groups(self.eps_gumbel, self.eps_value, k, m)
+        return pure_composition_epsilon(groups, delta_pr)
+
+    def paper_epsilon(self, m: int, k: int, clip_gm: float, delta_pr: float) -> float:
+        """What the paper's Theorems 1 and 3 state for this noise: the per-vector ε (Gaussian
+        σ rule of :func:`gm_sigma`, or Corollary 1 plus ε2 = K·ε_value) put through the KOV
+        corollary at δ_vec = δ_pr/(2M), inverted by bisection."""
+        delta_vec = delta_pr / (2.0 * m)
+        if self.variant == "gm":
+            lo, hi = 1e-12, 1.0
+            while gm_sigma(hi, delta_vec, clip_gm)[0] > self.sigma:
+                hi *= 2.0
+            for _ in range(200):  # σ(ε) decreasing: the ε whose σ is this one
+                mid = 0.5 * (lo + hi)
+                lo, hi = (
+                    (mid, hi) if gm_sigma(mid, delta_vec, clip_gm)[0] > self.sigma else (lo, mid)
+                )
+            eps_vec = hi
+        else:
+            eps_vec = gumbel_topk_epsilon(self.eps_gumbel, k, delta_vec) + k * self.eps_value
+        lo, hi = 0.0, 1.0
+        while kov_per_vector(hi, delta_pr, m)[0] < eps_vec:
+            hi *= 2.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if kov_per_vector(mid, delta_pr, m)[0] < eps_vec else (lo, mid)
+        return hi
 
     @classmethod
     def calibrate(
@@ -187,9 +267,10 @@ class ApprNoise:
             return cls(variant, eps_vec, delta_vec, sigma=sigma, sigma_rule=rule)
         eps_select = eps_vec if variant == "em0" else (1.0 - value_share) * eps_vec
         eps_gumbel = invert_gumbel_topk(eps_select, k, delta_vec)
-        laplace_b = 0.0
+        laplace_b = eps_value = 0.0
         if variant == "em1":
             laplace_b = k * clip_em / (value_share * eps_vec)
+            eps_value = clip_em / laplace_b  # Laplace(K·C2/ε2) on a value of sensitivity C2
         return cls(
             variant,
             eps_vec,
@@ -197,6 +278,7 @@ class ApprNoise:
             eps_gumbel=eps_gumbel,
             beta=clip_em / eps_gumbel,
             laplace_b=laplace_b,
+            eps_value=eps_value,
         )
 
 
@@ -223,7 +305,8 @@ def dp_appr(
     - ``gm``: ℓ2 clip to C1, Gaussian(σ) on every entry, top-K of the noisy vector, values
       the noisy entries (may be negative) [P Alg. 3, R].
     - ``em0``/``em1``: element-wise clip ``min(p, C2)``, Gumbel(β) on every entry, top-K; the
-      values are 1/K (EM0) or the clipped value plus Laplace(K·C2/ε2) (EM1) [P Alg. 1].
+      values are 1/K (EM0) or the clipped value plus noise of Laplace(K·C2/ε2)'s ε per value
+      (EM1) [P Alg. 1], drawn exactly: the value on the grid C2/L plus discrete Laplace.
     - ``noise=None`` (DPARNoDP): the exact top-K of ``appr`` with its exact values.
     """
     appr = np.asarray(appr, dtype=np.float64)
@@ -245,7 +328,11 @@ def dp_appr(
     if noise.variant == "em0":
         return idx, np.full(idx.shape, 1.0 / k)
     values = np.take_along_axis(clipped, idx, axis=1)
-    return idx, values + rng.laplace(0.0, noise.laplace_b, size=idx.shape)
+    # Exact discrete Laplace on the value's grid C2/L (no float Laplace: Mironov, CCS'12).
+    levels = noise.levels
+    grid = np.rint(values * (levels / clip_em)).astype(np.int64)
+    noisy_int = noise.value_mechanism().perturb_many(grid, rng)
+    return idx, noisy_int * (clip_em / levels)
 
 
 def column_bound(pi: sp.csr_matrix, tau: float, mode: str) -> sp.csr_matrix:

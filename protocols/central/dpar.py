@@ -1,213 +1,104 @@
-"""DPAR: decoupled GNN with node-level DP (central DP; spec shared/specs/001-dpar.md).
+"""DPAR: decoupled GNN with node-level DP (central DP; Zhang et al., "DPAR: Decoupled Graph
+Neural Networks with Node-Level Differential Privacy", WWW 2024).
 
-The curator runs the whole mechanism on the uploaded graph and releases a model:
+The curator runs the whole mechanism on the uploaded graph and releases a model θ. The privacy
+argument is ``docs/privacy/dpar.md``; the accounting is :mod:`.dpar_privacy`, the model and graph
+pieces :mod:`.dpar_model`, the parameters :mod:`.dpar_params`, DP-APPR :mod:`.appr`, DP-SGD
+:mod:`.dpsgd`.
 
-1. **Training graph.** Ḡ is the subgraph induced by the training nodes that uploaded (the
-   curator knows their labels). Every edge between a training and a non-training node is
-   dropped before anything else (the paper's inductive setting, [P] §4 "Setup").
-2. **Node subsample q′** of Ḡ (Bernoulli by default, spec A10; ``fixed`` = the reference's
-   ⌈q′·|Ḡ|⌉ permutation) → G (induced, self-loops), N = |G|; M nodes V_M drawn uniformly.
-3. **DP-APPR** (:mod:`.appr`) of the M seeds on G: EM0 / EM1 / GM → Π (N×N, identity rows for
-   V∖V_M [R, A3], or M×N with ``non_appr_rows=exclude``), then the column ℓ1 bound τ.
-4. **DP-SGD** (:mod:`.dpsgd`) of the decoupled model ``softmax(Σ_u Π_vu·f_θ(X_u))`` (f_θ: a
-   2-layer MLP, hidden 32, no bias, dropout 0.1 on input and hidden [R]), per-target-node
-   clipping C, Poisson rate q = B/N_rows, T = epochs·⌈N_rows/B⌉, noise multiplier calibrated
-   through the accountant with effective multiplier z/τ (Theorem 2 as the spec reads it), or
-   under the strict sensitivity (below).
-5. **Inference (Eq. 4)**: logits H = f_θ(X); P = 2 steps of ``Q ← (1−α)·D⁻¹A·Q + α·H`` with
-   self-loops, then argmax.
+1. **Slots and presence.** The training slots are the split's training node ids (public: the
+   harness fixes them before any data is read). A slot is *present* when its node uploaded its
+   data and the curator holds its label; the neighbouring relation adds or removes one present
+   node (its features, label and every incident edge). Edges to nodes that did not upload are
+   dropped everywhere (training and inference), and so is every training–non-training edge (the
+   paper's inductive setting, §4 "Setup").
+2. **Node subsample q′** over the *slots* (Bernoulli by default; ``fixed``: ⌈q′·slots⌉ of them,
+   no amplification claimed) → the kept slots; G is the graph induced on the present kept ones.
+   Every size the mechanism uses (rows N, q = B/N, T, the top-K candidates) is a count of kept
+   slots: it never depends on who is present.
+3. **DP-APPR** (:mod:`.appr`): M seeds drawn uniformly among the kept slots (a seed that is not
+   present has the zero APPR vector), noise on every kept slot's coordinate, top-K → Π (N×N over
+   kept slots, identity rows elsewhere [R], or M×N with ``non_appr_rows=exclude``), the column
+   cap D_max (how many rows one node's features reach) and the column ℓ1 bound τ: functions of
+   the released rows only.
+4. **DP-SGD** (:mod:`.dpsgd`) of ``softmax(Σ_u Π_vu·f_θ(X_u))`` (f_θ: a 2-layer MLP, hidden 32,
+   no bias, dropout 0.1 [R]), per-target clipping C, Poisson rate q per row over all N rows (an
+   absent node's row contributes nothing), T = epochs·⌈N/B⌉, the noisy sum divided by q·N.
+5. **Inference (Eq. 4)**: logits f_θ(X); P = 2 power-iteration steps on the graph of the
+   non-training nodes that uploaded. Training nodes get f_θ(x_v) alone (no graph): the release
+   carries no prediction made over the training graph.
 
-**The test graph.** The harness's split is random (seeded) by default; ``--split-mode metis``
-holds out the reference's METIS part instead (simulation/splits.py; on Cora-ML, CS and Physics
-that part is class-skewed and accuracy collapses, docs/reproduction/dpar/). The uploaded graph
-holds every node. The disjoint inference graph is the subgraph induced by
-**all non-training nodes** (validation and test: the curator holds no label of either);
-training–non-training edges are dropped, so no training node or edge touches a test prediction.
-A random split keeps fewer test–test edges than METIS would (spec A8): reported accuracy is
-under the random split. The paper trains on 80 % of the nodes: ``--split 0.8,0.1`` (validation
-and test together are its held-out 20 %); under the harness's default 50/25/25, N after q′ is
-about 140 on Cora-ML and M = 70 of those rows are DP-APPR rows (docs/reproduction/dpar/).
-Predictions on training nodes (the harness's "train" accuracy only) propagate over Ḡ in the same
-way; they read the training graph and are an evaluation aid, not part of the DP release (θ).
-Nodes that did not upload have zero features and no edges.
+**What ``--epsilon`` means** (``epsilon_convention``). ``proven`` (default): (ε, δ) is the
+headline, node-level under add/remove, and the noise is calibrated so the proven bound equals it:
+ε_raw = ln(1 + (e^ε − 1)/q′) on G (q′ Poisson amplification inverted), split ``pr_share`` /
+``delta_pr_share`` between DP-APPR and DP-SGD, DP-APPR's σ or Gumbel/value ε by the exact bound of
+its M rows, DP-SGD's noise by the strict bound with D rows (the column cap always applies).
+``paper``: the paper's calibration (ε_rep = q′·(ε_pr + ε_sgd), KOV per-vector budgets, DP-SGD at
+the τ-scaled sensitivity; paper §4 and Thm. 2) reproduced, and the headline is the proven ε of
+that noise (``paper_epsilon`` beside it is the paper's figure).
 
-**Privacy (spec §4.5–4.6).** ``epsilon``/``delta`` are the paper's reported convention
-(ε_rep = q′·(ε_pr + ε_sgd), δ_rep = q′·(δ_pr + δ_sgd)): raw budgets are ε_rep/q′, split by
-``pr_share`` and ``delta_pr_share``. The report's headline ε is what holds by standard
-arguments: the accountant's (ε_pr + ε_sgd) (GM rows composed in RDP with sensitivity √2·C1; EM
-rows by advanced composition of the Corollary 1 per-vector cost), amplified by Poisson
-subsampling as ln(1 + q′(e^ε − 1)); the paper's linear q′·ε is beside it. Caveats kept in the
-report's notes: the test graph is not protected, and the hyper-parameters were not chosen
-privately.
+**``sgd_sensitivity``** matters only under ``paper``: ``faithful`` (default) is the paper's
+τ·C DP-SGD calibration with no column cap (D read off Π for the proven figure); ``strict``
+applies the cap D_max = ``column_rows_cap`` and calibrates the paper's ε_sgd budget at the
+sensitivity C·(2D − 1) and rate 1 − (1 − q)^D (the older heuristic; its headline is still the
+proven ε of its noise). Under ``proven`` the DP-SGD noise is always the proven calibration with
+the cap, whatever ``sgd_sensitivity`` says.
 
-**DP-SGD sensitivity (spec A9), ``sgd_sensitivity``.** ``faithful`` (default) is the paper's
-τ-scaled sensitivity: heuristic, since per-target clipping of a loss that is not linear in Π lets
-one node move its own row (C) and every row whose Π column it appears in (2C each). ``strict``
-caps every Π column at ``column_rows_cap`` D_max rows, the node's own row counted
-(:func:`cap_column_rows`, post-processing of DP-APPR), takes D = the longest capped column,
-Δ = C·(2D − 1) and the accountant's sampling rate 1 − (1 − q)^D, and calibrates the noise
-multiplier z through the accountant to the same ε_sgd (noise std z·Δ). A faithful run's report
-also states what its noise spends under the strict accounting with D read off its uncapped Π
-(indicative: data-dependent D, no cap applied), so both figures are always there.
-
-torch is imported inside functions (the registry lists this module without importing torch).
+The test graph (non-training nodes) is used without protection at inference; hyper-parameters
+were not chosen privately. torch is imported inside functions (the registry lists this module
+without importing torch).
 """
 
 from __future__ import annotations
 
-import logging
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import EPSILON, CuratorView
-from ..params import Param, ProtocolParameterError
+from ..base import CuratorView
+from ..params import ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng, stage_seed
 from ..types import PrivacyReport, Release
-from .appr import ApprNoise, column_bound, dp_appr, ista_appr, sound_composition, with_self_loops
-from .base import EPSILON_CONVENTION, CentralStrategy, UploadedGraph
-
-#: How a faithful run's strict figure is labelled: its D is read off the Π it trained on.
-INDICATIVE = "indicative: data-dependent D, no cap applied"
-
-#: Weight decay of the non-private branch only [R].
-NODP_WEIGHT_DECAY = 1e-4
-
-DP_EPSILON = EPSILON.but(
-    help="total node-level ε in the DPAR paper's convention q′·(ε_pr + ε_sgd) (the report also "
-    "states the ε that holds under standard amplification)"
+from . import dpar_privacy as dp
+from .appr import ApprNoise, column_bound, dp_appr, ista_appr, with_self_loops
+from .base import CentralStrategy, UploadedGraph
+from .dpar_model import (  # noqa: F401  (re-exported: benchmarks)
+    _adjacency,
+    _assemble,
+    _device,
+    _drop_cross,
+    _init_mlp,
+    _mask,
+    _own_rows,
+    _padded,
+    cap_column_rows,
+    column_rows,
+    mlp_logits,
+    power_iteration,
+    target_clipped_sum,
+    target_loss,
 )
-DELTA = Param(
-    "delta", float, 2e-3,
-    "node-level δ in the paper's convention q′·(δ_pr + δ_sgd); 0 or unset: 2e-3 (Table 1's "
-    "Cora-ML value)",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
-PR_SHARE = Param(
-    "pr_share", float, 0.5, "share of ε spent on DP-APPR (the rest on DP-SGD; spec A2)",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
-DELTA_PR_SHARE = Param(
-    "delta_pr_share", float, 0.5, "share of δ spent on DP-APPR (the rest on DP-SGD)",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
-EM1_VALUE_SHARE = Param(
-    "em1_value_share", float, 0.5,
-    "EM1: share ε2/ε_vec of the per-vector ε spent on the Laplace values (ε1 = ε2 [R])",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
-Q_PRIME = Param(
-    "q_prime", float, 0.09, "node subsample rate q′ of the training graph (paper: 0.09)",
-    low=0.0, high=1.0, low_open=True,
-)  # fmt: skip
-NODE_SAMPLING = Param(
-    "node_sampling", str, "bernoulli",
-    "bernoulli: each training node kept with rate q′ (what amplification assumes); fixed: "
-    "⌈q′·n⌉ nodes as the reference code (no amplification is claimed for it)",
-    choices=("bernoulli", "fixed"),
-)  # fmt: skip
-APPR_NODES = Param("appr_nodes", int, 70, "M: nodes whose APPR vector is released", low=1)
-TOP_K = Param("top_k", int, 2, "K: entries kept per DP-APPR vector (Table 1: 2)", low=1)
-PPR_ALPHA = Param(
-    "ppr_alpha", float, 0.25, "PageRank teleport α (ISTA and inference)",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
-ISTA_RHO = Param("ista_rho", float, 1e-4, "ISTA ℓ1 regularisation ρ", low=0.0, low_open=True)
-ISTA_GAMMA = Param("ista_gamma", float, 1e-4, "ISTA stopping tolerance γ", low=0.0, low_open=True)
-CLIP_GM = Param("clip_gm", float, 0.01, "GM: ℓ2 clip C1 of an APPR vector", low=0.0, low_open=True)
-CLIP_EM = Param(
-    "clip_em", float, 0.001, "EM: element-wise clip C2 of an APPR vector", low=0.0, low_open=True
+from .dpar_params import *  # noqa: F403  (every Param re-exported: config, other strategies)
+from .dpar_params import (
+    _APPR,
+    _COMMON,
+    _DP,
+    _DP_APPR,
+    CLIP_EM,
+    CLIP_GM,
+    EM1_VALUE_SHARE,
+    FEATURES_INFERENCE,
+    NODP_WEIGHT_DECAY,
 )
-COLUMN_TAU = Param(
-    "column_tau", float, 1.0, "τ: column ℓ1 bound of Π (the DP-SGD sensitivity scale)",
-    low=0.0, low_open=True,
-)  # fmt: skip
-COLUMN_MODE = Param(
-    "column_mode", str, "normalize",
-    "normalize: every nonzero column of Π scaled to ℓ1 = τ [reference]; clip: divided by "
-    "max(1, ℓ1/τ) [paper Alg. 2]",
-    choices=("normalize", "clip"),
-)  # fmt: skip
-NON_APPR_ROWS = Param(
-    "non_appr_rows", str, "identity",
-    "identity: nodes outside V_M train on their own features (N rows, q = B/N) [reference]; "
-    "exclude: train on the M APPR rows only (q = B/M) [paper Alg. 2 line 6]",
-    choices=("identity", "exclude"),
-)  # fmt: skip
-SGD_CLIP = Param("sgd_clip", float, 1.0, "C: per-target-node gradient clip", low=0.0, low_open=True)
-SGD_LR = Param("sgd_lr", float, 0.005, "Adam learning rate of the MLP", low=0.0, low_open=True)
-SGD_EPOCHS = Param("sgd_epochs", int, 200, "epochs: T = epochs·⌈rows/B⌉ steps", low=1)
-BATCH_SIZE = Param("batch_size", int, 60, "B: expected batch size (Poisson q = B/rows)", low=1)
-MLP_HIDDEN = Param("mlp_hidden", int, 32, "hidden units of the MLP f_θ", low=1)
-MLP_DROPOUT = Param(
-    "mlp_dropout", float, 0.1, "dropout on the MLP's input and hidden layer",
-    low=0.0, high=1.0, high_open=True,
-)  # fmt: skip
-INFERENCE_STEPS = Param(
-    "inference_steps", int, 2, "P: power-iteration steps on the test graph (Eq. 4)", low=0
-)
-SGD_SENSITIVITY = Param(
-    "sgd_sensitivity", str, "faithful",
-    "DP-SGD sensitivity: faithful (the paper's τ·C, heuristic for a loss not linear in Π) or "
-    "strict (spec A9: each Π column capped at column-rows-cap D rows, Δ = C·(2D − 1), "
-    "sampling rate 1 − (1 − q)^D; noise calibrated to the same ε_sgd)",
-    choices=("faithful", "strict"),
-)  # fmt: skip
-COLUMN_ROWS_CAP = Param(
-    "column_rows_cap", int, 4,
-    "D_max: rows a node's features may reach in strict sensitivity (its own row counted; the "
-    "smallest DP-APPR entries of a longer Π column are dropped)",
-    low=1,
-)  # fmt: skip
-ACCOUNTANT_PARAM = Param(
-    "accountant", str, "rdp", "dp-accounting accountant of DP-SGD: rdp or pld",
-    choices=("rdp", "pld"),
-)  # fmt: skip
-FEATURES_INFERENCE = Param(
-    "features_inference", str, "power_iteration",
-    "Features baseline at test time: power_iteration (Eq. 4, as the reference) or mlp",
-    choices=("power_iteration", "mlp"),
-)  # fmt: skip
-
-_COMMON = (
-    Q_PRIME, NODE_SAMPLING, PPR_ALPHA, SGD_LR, SGD_EPOCHS, BATCH_SIZE, MLP_HIDDEN, MLP_DROPOUT,
-    INFERENCE_STEPS,
-)  # fmt: skip
-_APPR = (APPR_NODES, TOP_K, ISTA_RHO, ISTA_GAMMA, COLUMN_TAU, COLUMN_MODE, NON_APPR_ROWS)
-_DP = (
-    DP_EPSILON, DELTA, EPSILON_CONVENTION, SGD_CLIP, ACCOUNTANT_PARAM, SGD_SENSITIVITY,
-    COLUMN_ROWS_CAP,
-)  # fmt: skip
-_DP_APPR = (PR_SHARE, DELTA_PR_SHARE)
-
-
-@contextmanager
-def _quiet_absl():
-    """dp-accounting logs a warning per fractional RDP order it drops; keep them out."""
-    log = logging.getLogger("absl")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
-
-
-def _amplified(eps: float, q: float) -> float:
-    """ε after Poisson subsampling at rate q: ln(1 + q(e^ε − 1)), stable for large ε."""
-    if q >= 1.0:
-        return eps
-    return float(np.logaddexp(math.log1p(-q), math.log(q) + eps)) if eps > 0 else 0.0
 
 
 @dataclass(frozen=True)
 class Budgets:
-    """Raw (pre-amplification) budgets on G (spec §4.5 step 1)."""
+    """Raw budgets on G (before the q′ amplification), split between the two phases."""
 
     eps_raw: float
     delta_raw: float
@@ -217,35 +108,39 @@ class Budgets:
     delta_sgd: float
 
 
-def strict_rate(q: float, rows: int) -> float:
-    """The chance that a Poisson batch (rate q per row) holds at least one of ``rows`` rows:
-    1 − (1 − q)^D, the sampling rate of the strict accounting (exactly q for D = 1)."""
-    if rows == 1 or q >= 1.0:
-        return min(q, 1.0)
-    return float(-np.expm1(rows * np.log1p(-q)))
+@dataclass(frozen=True)
+class Structure:
+    """What :meth:`Dpar.structure` builds before training: the labels, the training mask, who
+    is present, the inductive adjacency, the kept slots (and which hold data), Π, the node of
+    each Π row (local index), the DP-APPR noise and the DP-SGD plan."""
+
+    labels: np.ndarray
+    is_train: np.ndarray
+    present: np.ndarray
+    inductive: sp.csr_matrix
+    kept: np.ndarray
+    here: np.ndarray
+    pi: sp.csr_matrix
+    row_nodes: np.ndarray
+    noise: ApprNoise | None
+    plan: SgdPlan
 
 
 @dataclass(frozen=True)
-class SgdSensitivity:
-    """What one node moves in a DP-SGD step: at most ``rows`` rows D of Π (its own counted),
-    reached with probability ``rate`` per step (the accountant's sampling rate), by at most
-    ``scale``·C in ℓ2 (the noise std on the clipped sum is z·scale·C for the accountant's z).
-    faithful: rate q, scale τ (the paper's Theorem 2); strict: rate 1 − (1 − q)^D, scale
-    2D − 1 (spec A9: its own row leaves, C; each other row changes, ≤ 2C)."""
+class SgdPlan:
+    """DP-SGD as run: Poisson rate ``q`` per row, ``steps``, ``rows`` = D (the most rows one
+    node reaches, its own counted), ``noise`` = the noise std over C, and how it was found."""
 
-    mode: str
+    q: float
+    steps: int
     rows: int
-    rate: float
-    scale: float
-
-    @classmethod
-    def strict(cls, q: float, rows: int) -> SgdSensitivity:
-        return cls("strict", rows, strict_rate(q, rows), 2.0 * rows - 1.0)
+    noise: float
+    calibration: str
 
 
 class DparModel:
     """The released predictor: θ (``weights``) and the class of every node from Eq. 4 on the
-    inference graph (computed once at release; see the module docstring)."""
+    inference graph (non-training nodes that uploaded; training nodes: f_θ(x_v) alone)."""
 
     def __init__(self, weights: dict[str, np.ndarray], labels: np.ndarray) -> None:
         self.weights = weights
@@ -334,23 +229,33 @@ class Dpar(CentralStrategy):
         return self.variant != "features"
 
     @property
-    def strict(self) -> bool:
-        return self.private and self.p["sgd_sensitivity"] == "strict"
+    def proven(self) -> bool:
+        """``epsilon_convention=proven``: the noise is calibrated to the proven bound."""
+        return self.private and self.p["epsilon_convention"] != "paper"
 
-    def sgd_sensitivity(self, q: float, column_rows: int) -> SgdSensitivity:
-        """The DP-SGD accounting of this run: faithful (the paper's τ-scaled sensitivity at
-        rate q) or strict with D = ``column_rows``, the longest column of the Π trained on
-        (capped at D_max by :func:`cap_column_rows`; 1 for Features' Π = I)."""
-        if not self.strict:
-            tau = self.p["column_tau"] if self.uses_appr else 1.0
-            return SgdSensitivity("faithful", column_rows, q, tau)
-        return SgdSensitivity.strict(q, min(column_rows, self.p["column_rows_cap"]))
+    @property
+    def amplify(self) -> bool:
+        """Poisson (Bernoulli) slot sampling: the q′ amplification holds."""
+        return self.p["node_sampling"] == "bernoulli"
+
+    @property
+    def capped(self) -> bool:
+        """Π's columns are capped at D_max rows (proven, or paper with strict)."""
+        return self.uses_appr and (self.proven or self.p["sgd_sensitivity"] == "strict")
 
     def budgets(self) -> Budgets | None:
+        """The raw budgets on G. paper: ε/q′ and δ/q′ (Theorem 2's linear rule); proven: the
+        raw ε whose amplification ln(1 + q′(e^ε − 1)) is the request, δ/q′ (q′·δ_raw after
+        amplification); fixed sampling claims no amplification (raw = request)."""
         if not self.private:
             return None
-        q = self.p["q_prime"]
-        eps_raw, delta_raw = self.p["epsilon"] / q, self.p["delta"] / q
+        qp, eps, delta = self.p["q_prime"], self.p["epsilon"], self.p["delta"]
+        if not self.proven:
+            eps_raw, delta_raw = eps / qp, delta / qp
+        elif self.amplify:
+            eps_raw, delta_raw = dp.deamplified(eps, qp), delta / qp
+        else:
+            eps_raw, delta_raw = eps, delta
         if not self.uses_appr:
             return Budgets(eps_raw, delta_raw, 0.0, 0.0, eps_raw, delta_raw)
         r, rd = self.p["pr_share"], self.p["delta_pr_share"]
@@ -362,63 +267,116 @@ class Dpar(CentralStrategy):
         b = self.budgets()
         if b is None or not self.uses_appr:
             return None
-        return ApprNoise.calibrate(
+        make = ApprNoise.proven if self.proven else ApprNoise.calibrate
+        return make(
             self.variant, b.eps_pr, b.delta_pr, self.p["appr_nodes"], self.p["top_k"],
             self.p["clip_gm"], self.p["clip_em"], self.p["em1_value_share"],
         )  # fmt: skip
 
-    # --- the mechanism ------------------------------------------------------------------
-
-    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
-        import torch
-
+    def sgd_plan(self, rows: int, d_rows: int) -> SgdPlan:
+        """The DP-SGD noise for ``rows`` Π rows (a public count) and D = ``d_rows``."""
         from . import dpsgd
 
+        p, b = self.p, self.budgets()
+        q = min(1.0, p["batch_size"] / rows)
+        steps = p["sgd_epochs"] * math.ceil(rows / p["batch_size"])
+        if b is None:
+            return SgdPlan(q, steps, d_rows, 0.0, "none")
+        with dp.quiet_absl():
+            if self.proven and d_rows == 1:
+                z = dpsgd.calibrate_noise_multiplier(
+                    b.eps_sgd, b.delta_sgd, q, steps, p["accountant"]
+                )
+                return SgdPlan(q, steps, 1, z, f"proven: {p['accountant'].upper()}, D = 1")
+            if self.proven:
+                z = dp.calibrate_strict_sgd(b.eps_sgd, b.delta_sgd, q, steps, d_rows)
+                return SgdPlan(q, steps, d_rows, z, f"proven: RDP triangle bound, D = {d_rows}")
+            if p["sgd_sensitivity"] == "strict":
+                rate = dp.strict_rate(q, d_rows)
+                z = dpsgd.calibrate_noise_multiplier(
+                    b.eps_sgd, b.delta_sgd, rate, steps, p["accountant"]
+                )
+                return SgdPlan(q, steps, d_rows, z * (2 * d_rows - 1), "paper, strict (heuristic)")
+            tau = p["column_tau"] if self.uses_appr else 1.0
+            z = dpsgd.calibrate_noise_multiplier(b.eps_sgd, b.delta_sgd, q, steps, p["accountant"])
+            return SgdPlan(q, steps, d_rows, z * tau, "paper: τ-scaled sensitivity (Theorem 2)")
+
+    def sgd_epsilon(self, plan: SgdPlan) -> tuple[float, float]:
+        """(proven ε_sgd, the paper's τ-scaled ε_sgd) of ``plan``'s noise at δ_sgd."""
+        from . import dpsgd
+
+        b = self.budgets()
+        assert b is not None
+        tau = self.p["column_tau"] if self.uses_appr else 1.0
+        with dp.quiet_absl():
+            if plan.rows == 1:
+                proven = dpsgd.sgd_epsilon(
+                    plan.noise, plan.q, plan.steps, b.delta_sgd, self.p["accountant"]
+                )
+            else:
+                proven = dp.strict_sgd_epsilon(
+                    plan.noise, plan.q, plan.steps, plan.rows, b.delta_sgd
+                )
+            paper = dpsgd.sgd_epsilon(plan.noise / tau, plan.q, plan.steps, b.delta_sgd)
+        return proven, paper
+
+    # --- the mechanism ------------------------------------------------------------------
+
+    def structure(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Structure:
+        """Steps 1–3 of the module docstring: slots, the q′ subsample, DP-APPR → Π, and the
+        DP-SGD plan for that Π (no training: what the accounting needs)."""
         p = self.p
         labels = curator.labels
         if labels is None or curator.train_nodes is None or len(curator.train_nodes) == 0:
             raise ValueError(f"{self.name} trains on the curator's training labels; it has none")
         n = graph.num_nodes
+        labels = np.asarray(labels)
+        slots = np.unique(np.asarray(curator.train_nodes, dtype=np.int64))
         is_train = np.zeros(n, dtype=bool)
-        is_train[np.asarray(curator.train_nodes, dtype=np.int64)] = True
-        train = np.flatnonzero(is_train & graph.uploaded & (np.asarray(labels) >= 0))
-        if train.size == 0:
+        is_train[slots] = True
+        uploaded = np.asarray(graph.uploaded, dtype=bool)
+        present = uploaded & is_train & (labels >= 0)
+        if not present.any():
             raise ValueError(f"{self.name}: no training node with a label uploaded its data")
-        adj = _adjacency(graph.edges, n)
-        # Inductive: drop every training–non-training edge before anything else.
-        inductive = _drop_cross(adj, is_train)
+        # Consenting nodes' edges only, then the inductive split: no edge leaves its side.
+        edges = np.asarray(graph.edges, dtype=np.int64).reshape(-1, 2)
+        edges = edges[uploaded[edges[:, 0]] & uploaded[edges[:, 1]]]
+        inductive = _drop_cross(_adjacency(edges, n), is_train)
 
-        # Node subsample q′ of Ḡ, then V_M.
+        # Node subsample q′ over the public slots (data-independent), then the seeds.
         rng = stage_rng(seed, f"{self.name}/nodes")
         if p["node_sampling"] == "fixed":
-            kept = np.sort(rng.permutation(train)[: math.ceil(p["q_prime"] * train.size)])
+            kept = np.sort(rng.permutation(slots)[: math.ceil(p["q_prime"] * slots.size)])
         else:
-            kept = train[rng.random(train.size) < p["q_prime"]]
+            kept = slots[rng.random(slots.size) < p["q_prime"]]
         big_n = kept.size
         if big_n == 0:
             raise ValueError(
-                f"{self.name}: the q′ = {p['q_prime']:g} subsample of {train.size} training "
-                "nodes is empty; raise q_prime"
+                f"{self.name}: the q′ = {p['q_prime']:g} subsample of {slots.size} training "
+                "slots is empty; raise q_prime"
             )
-        sub = with_self_loops(inductive[kept][:, kept])
+        here = present[kept]  # which kept slots hold a node's data
+        # G on the kept slots: an absent slot is an isolated vertex (a self-loop only).
+        sub = inductive[kept][:, kept]
+        sub = with_self_loops(sp.diags(here.astype(float)) @ sub @ sp.diags(here.astype(float)))
         if self.uses_appr:
             m, k = p["appr_nodes"], p["top_k"]
             if m > big_n or k > big_n:
                 raise ValueError(
                     f"{self.name}: appr_nodes M = {m} and top_k K = {k} must not exceed the "
-                    f"{big_n} nodes of the q′-subsampled training graph; lower them or raise "
-                    "q_prime"
+                    f"{big_n} kept slots of the q′-subsampled training graph; lower them or "
+                    "raise q_prime"
                 )
             seeds = np.sort(rng.choice(big_n, size=m, replace=False))
             exact = ista_appr(sub, seeds, p["ppr_alpha"], p["ista_rho"], p["ista_gamma"])
+            exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
             noise = self.appr_noise()
             arng = stage_rng(seed, f"{self.name}/appr")
             idx, val = dp_appr(exact, noise, k, p["clip_gm"], p["clip_em"], arng)
             pi = _assemble(idx, val, seeds, big_n, p["non_appr_rows"])
             own = _own_rows(seeds, big_n, p["non_appr_rows"])
-            if self.strict:
-                # Post-processing of the DP-APPR output: no budget (spec A9).
-                pi = cap_column_rows(pi, own, p["column_rows_cap"])
+            if self.capped:
+                pi = cap_column_rows(pi, own, p["column_rows_cap"])  # post-processing
             pi = column_bound(pi, p["column_tau"], p["column_mode"])
             row_nodes = seeds if p["non_appr_rows"] == "exclude" else np.arange(big_n)
         else:
@@ -428,74 +386,82 @@ class Dpar(CentralStrategy):
             row_nodes = np.arange(big_n)
         rows = pi.shape[0]
         d_rows = max(1, int(column_rows(pi, own).max(initial=0)))
-        q = min(1.0, p["batch_size"] / rows)
-        steps = p["sgd_epochs"] * math.ceil(rows / p["batch_size"])
-        budgets = self.budgets()
-        tau = p["column_tau"] if self.uses_appr else 1.0
-        sens = None
-        if budgets is not None:
-            sens = self.sgd_sensitivity(q, d_rows)
-            with _quiet_absl():
-                z_eff = dpsgd.calibrate_noise_multiplier(
-                    budgets.eps_sgd, budgets.delta_sgd, sens.rate, steps, p["accountant"]
-                )
-                eps_sgd = dpsgd.sgd_epsilon(
-                    z_eff, sens.rate, steps, budgets.delta_sgd, p["accountant"]
-                )
-            scale = sens.scale if self.strict else tau
-            plan = dpsgd.DpSgdPlan(q, steps, p["sgd_clip"], z_eff * scale, p["sgd_lr"])
+        return Structure(
+            labels, is_train, present, inductive, kept, here, pi, row_nodes, noise,
+            self.sgd_plan(rows, d_rows),
+        )  # fmt: skip
+
+    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        import torch
+
+        from . import dpsgd
+
+        p = self.p
+        st = self.structure(graph, curator, seed)
+        labels, is_train, present, inductive = st.labels, st.is_train, st.present, st.inductive
+        kept, here, pi, row_nodes, noise, plan = (
+            st.kept, st.here, st.pi, st.row_nodes, st.noise, st.plan
+        )  # fmt: skip
+        n, big_n, rows, d_rows = graph.num_nodes, kept.size, pi.shape[0], plan.rows
+        slots = np.flatnonzero(is_train)
+        if self.private:
+            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, p["sgd_clip"], plan.noise, p["sgd_lr"])
         else:
-            z_eff, eps_sgd = 0.0, math.inf
-            plan = dpsgd.DpSgdPlan(q, steps, math.inf, 0.0, p["sgd_lr"], NODP_WEIGHT_DECAY)
+            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p["sgd_lr"], NODP_WEIGHT_DECAY)
 
         device = _device(curator.device)
-        x_all = torch.as_tensor(np.asarray(graph.x, dtype=np.float32), device=device)
-        x_sub = x_all[torch.as_tensor(kept, device=device)]
-        y_rows = torch.as_tensor(np.asarray(labels)[kept[row_nodes]], device=device)
+        x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
+        x_sub = torch.as_tensor(x_kept, device=device)
+        y_rows = torch.as_tensor(
+            np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device
+        )
+        row_here = torch.as_tensor(here[row_nodes], device=device)
         nbr_idx, nbr_w = _padded(pi)
         nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
         nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
-        classes = int(max(np.asarray(labels).max(), 0)) + 1
+        classes = int(max(labels.max(), 0)) + 1
         gen = torch.Generator(device=device)
         gen.manual_seed(stage_seed(seed, f"{self.name}/sgd"))
         params = _init_mlp(graph.num_features, p["mlp_hidden"], classes, gen, device)
         drop = float(p["mlp_dropout"])
 
         def make_batch(i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            i = i[row_here[i]]  # an absent node's row is sampled but holds no example
             xi = x_sub[nbr_idx_t[i]]  # [B, K, d]: one example = a target and its neighbours
             keep_in = _mask(xi.shape, drop, gen, device)
             keep_h = _mask((*xi.shape[:2], p["mlp_hidden"]), drop, gen, device)
             return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
 
         trained = dpsgd.train(
-            target_loss, params, rows, make_batch, plan, gen, clipped_sum=target_clipped_sum
+            target_loss, params, rows, make_batch, sgd, gen, clipped_sum=target_clipped_sum
         )
 
-        # Eq. 4 on the inference graph (training and non-training sides separately).
+        # Eq. 4 on the non-training nodes that uploaded; training nodes: f_θ(x_v) alone.
         with torch.no_grad():
+            x_all = torch.as_tensor(np.asarray(graph.x, dtype=np.float32), device=device)
             logits = mlp_logits(trained, x_all).cpu().numpy().astype(np.float64)
         steps_p = p["inference_steps"]
         if self.variant == "features" and p["features_inference"] == "mlp":
             steps_p = 0
-        scores = power_iteration(with_self_loops(inductive), logits, p["ppr_alpha"], steps_p)
+        # ``inductive`` has no cross edge; zeroing the training rows leaves training nodes
+        # with no edge at all (a self-loop: Eq. 4 returns f_θ(x_v)).
+        test_side = sp.diags((~is_train).astype(float)) @ inductive
+        scores = power_iteration(with_self_loops(test_side), logits, p["ppr_alpha"], steps_p)
         model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, scores.argmax(1))
-        report = self.privacy_report(
-            graph.num_features, noise=noise, eps_sgd=eps_sgd, z=z_eff, q=q, steps=steps,
-            column_rows=d_rows,
-        )  # fmt: skip
+        report = self.privacy_report(graph.num_features, noise=noise, plan=plan)
         stats = {
-            "training_nodes": int(train.size),
-            "subsampled_nodes": int(big_n),
+            "training_nodes": int(present.sum()),
+            "training_slots": int(slots.size),
+            "subsampled_nodes": int(here.sum()),
+            "kept_slots": int(big_n),
             "rows": int(rows),
-            # M of the rows are DP-APPR rows (the rest identity): at Table 1's budgets their
-            # top-K is close to uniform, so a large share costs accuracy (docs/reproduction).
             "appr_rows": int(p["appr_nodes"]) if self.uses_appr else 0,
-            "sgd_q": q,
-            "sgd_steps": int(steps),
-            "noise_multiplier": float(plan.noise_multiplier),
+            "sgd_q": plan.q,
+            "sgd_steps": int(plan.steps),
+            "noise_multiplier": float(plan.noise),
             "pi_nonzeros": int(pi.nnz),
             "sgd_sensitivity": p["sgd_sensitivity"],
-            # Most rows one node's removal moves (its own counted): D of the strict accounting.
+            # Most rows one node's removal moves (its own counted): D of the accounting.
             "column_rows": d_rows,
         }
         return Release.of_model(model, n, report, stats)
@@ -507,17 +473,13 @@ class Dpar(CentralStrategy):
         num_features: int | None = None,
         *,
         noise: ApprNoise | None = None,
-        eps_sgd: float | None = None,
-        z: float | None = None,
-        q: float | None = None,
-        steps: int | None = None,
-        column_rows: int | None = None,
+        plan: SgdPlan | None = None,
+        **_: Any,
     ) -> PrivacyReport:
-        """Node-level (ε, δ): the standard figure (headline) and the paper's beside it. Before
-        a release (no graph yet) ε_sgd is the calibration target. ``z`` is the accountant's
-        noise multiplier, ``q`` the Poisson rate per row and ``column_rows`` the D of the Π
-        trained on (:func:`column_rows`): with them a faithful run also states what its noise
-        spends under the strict accounting (spec A9), so the report carries both figures."""
+        """Node-level (ε, δ) under add/remove (docs/privacy/dpar.md): the proven headline and
+        the paper's figure beside it. Before a release (no ``plan``: its rows and D are not
+        known yet) a proven run states its calibration target, which the release meets; a
+        paper run's proven ε needs the release and is ∞ until then."""
         p = self.p
         b = self.budgets()
         if b is None:
@@ -528,352 +490,100 @@ class Dpar(CentralStrategy):
                 ("node",),
                 "DPARNoDP: the same model without clipping or noise (upper reference).",
             )
+        qp = p["q_prime"]
+        conv = "proven" if self.proven else "paper"
         parts: list[dict[str, Any]] = []
-        notes: list[str] = []
-        eps_pr_sound = 0.0
-        eps_pr_paper = 0.0
+        eps_pr = eps_pr_paper = 0.0
         if self.uses_appr:
             noise = noise or self.appr_noise()
             assert noise is not None
-            m = p["appr_nodes"]
-            eps_pr_paper = b.eps_pr
-            if noise.variant == "gm":
-                from dp_accounting import dp_event, rdp
-
-                acc = rdp.RdpAccountant()
-                z_gm = noise.sigma / (math.sqrt(2.0) * p["clip_gm"])
-                acc.compose(dp_event.GaussianDpEvent(z_gm), m)
-                with _quiet_absl():
-                    eps_pr_sound = float(acc.get_epsilon(b.delta_pr))
-                how = f"RDP of {m} Gaussian releases, z = σ/(√2·C1) = {z_gm:.4g}"
-            else:
-                eps_pr_sound = sound_composition(noise.eps_vec, noise.delta_vec, m, b.delta_pr)
-                how = f"min(basic, advanced composition) of {m} per-vector (ε_vec, δ_vec)"
+            m, k = p["appr_nodes"], p["top_k"]
+            eps_pr = noise.proven_epsilon(m, k, p["clip_gm"], b.delta_pr)
+            eps_pr_paper = (
+                b.eps_pr if not self.proven else noise.paper_epsilon(m, k, p["clip_gm"], b.delta_pr)
+            )
+            how = (
+                f"one Gaussian mechanism of sensitivity √(2M)·C1 (M = {m}), exact (Balle–Wang)"
+                if noise.variant == "gm"
+                else f"exact composition of {k * m} Gumbel peels (2ε_g each)"
+                + (f" and {k * m} discrete Laplace values" if noise.variant == "em1" else "")
+            )
             parts.append({
                 "part": "dp-appr", "mechanism": f"DP-APPR-{noise.variant.upper()}",
-                "unit": "node", "epsilon": eps_pr_sound, "epsilon_paper": eps_pr_paper,
-                "delta": b.delta_pr, "accountant": how, "eps_vec": noise.eps_vec,
-                "delta_vec": noise.delta_vec, "eps_gumbel": noise.eps_gumbel,
-                "gumbel_beta": noise.beta, "laplace_b": noise.laplace_b,
+                "unit": "node", "epsilon": eps_pr, "epsilon_paper": eps_pr_paper,
+                "delta": b.delta_pr, "accountant": how, "eps_gumbel": noise.eps_gumbel,
+                "gumbel_beta": noise.beta, "eps_value": noise.eps_value,
+                "laplace_b": noise.laplace_b,
+                "value_levels": noise.levels if noise.eps_value else 0,
                 "gm_sigma": noise.sigma, "gm_sigma_rule": noise.sigma_rule,
-                "M": m, "K": p["top_k"], "C1": p["clip_gm"], "C2": p["clip_em"],
+                "M": m, "K": k, "C1": p["clip_gm"], "C2": p["clip_em"],
             })  # fmt: skip
-        sgd = b.eps_sgd if eps_sgd is None else eps_sgd
-        tau = p["column_tau"] if self.uses_appr else 1.0
         part: dict[str, Any] = {
-            "part": "dp-sgd", "mechanism": "Poisson-subsampled Gaussian (per-target clipping)",
-            "unit": "node", "epsilon": sgd, "delta": b.delta_sgd,
-            "accountant": f"dp_accounting {p['accountant'].upper()} (add/remove one node)",
-            "noise_multiplier_effective": z, "q": q, "steps": steps, "C": p["sgd_clip"],
-            "tau": tau, "target_epsilon": b.eps_sgd, "sensitivity": p["sgd_sensitivity"],
-            "D": column_rows,
+            "part": "dp-sgd", "unit": "node", "delta": b.delta_sgd, "C": p["sgd_clip"],
+            "target_epsilon": b.eps_sgd, "sensitivity": p["sgd_sensitivity"],
+            "D_max": p["column_rows_cap"] if self.capped else None,
+            "mechanism": "Poisson-subsampled Gaussian, per-target clipping; one node moves "
+            "its own row and every row that reads its features (≤ D rows)",
         }  # fmt: skip
-        indicative = None
-        if self.strict:
-            # Before a release D is unknown: state the cap (the worst case).
-            d = column_rows if column_rows is not None else p["column_rows_cap"]
-            sens = self.sgd_sensitivity(q if q is not None else 1.0, d)
+        if plan is not None:
+            eps_sgd, eps_sgd_paper = self.sgd_epsilon(plan)
             part.update({
-                "mechanism": "Poisson-subsampled Gaussian (per-target clipping, strict "
-                "sensitivity C·(2D − 1), spec A9)",
-                "accountant": f"dp_accounting {p['accountant'].upper()} (add/remove one node; "
-                "sampling rate 1 − (1 − q)^D)",
-                "D": sens.rows, "D_max": p["column_rows_cap"], "sensitivity_scale": sens.scale,
-                "q_effective": sens.rate if q is not None else None,
-                "noise_multiplier": None if z is None else z * sens.scale,
+                "epsilon": eps_sgd, "epsilon_paper": eps_sgd_paper, "q": plan.q,
+                "steps": plan.steps, "D": plan.rows, "noise_multiplier": plan.noise,
+                "calibration": plan.calibration,
+                "accountant": "dp_accounting " + (
+                    f"{p['accountant'].upper()} (add/remove one row)" if plan.rows == 1
+                    else "RDP, weak triangle inequality through the world without the D rows"
+                ),
             })  # fmt: skip
-            if z is not None and q is not None and steps is not None:
-                # What the paper's τ-scaled accounting says of the same noise, for comparison.
-                from .dpsgd import sgd_epsilon
-
-                with _quiet_absl():
-                    part["epsilon_faithful"] = sgd_epsilon(
-                        z * sens.scale / tau, q, steps, b.delta_sgd, p["accountant"]
-                    )
-        elif z is not None and q is not None and steps is not None and column_rows is not None:
-            part["noise_multiplier"] = z * tau
-            sens = SgdSensitivity.strict(q, column_rows)
-            from .dpsgd import sgd_epsilon
-
-            # RDP whatever the run's accountant: a tiny multiplier makes PLD huge, and RDP
-            # never says less than PLD.
-            with _quiet_absl():
-                eps_strict = sgd_epsilon(z * tau / sens.scale, sens.rate, steps, b.delta_sgd)
-            indicative = {
-                "part": "dp-sgd-strict-indicative",
-                "mechanism": "the same DP-SGD noise under the strict sensitivity C·(2D − 1) "
-                "(spec A9)",
-                "unit": "node", "epsilon": eps_strict, "delta": b.delta_sgd,
-                "accountant": "dp_accounting RDP (add/remove one node; sampling rate "
-                "1 − (1 − q)^D)",
-                "indicative": INDICATIVE, "D": sens.rows, "sensitivity_scale": sens.scale,
-                "q": q, "q_effective": sens.rate, "steps": steps,
-                "noise_multiplier_effective": z * tau / sens.scale,
-            }  # fmt: skip
+        else:
+            eps_sgd = b.eps_sgd if self.proven else math.inf
+            eps_sgd_paper = b.eps_sgd if not self.proven else math.nan
+            part.update({"epsilon": eps_sgd, "epsilon_paper": eps_sgd_paper, "D": None})
         parts.append(part)
-        raw_sound = eps_pr_sound + sgd
-        raw_paper = eps_pr_paper + sgd
-        qp = p["q_prime"]
-        amplify = p["node_sampling"] == "bernoulli"
-        eps = _amplified(raw_sound, qp) if amplify else raw_sound
-        delta = qp * b.delta_raw if amplify else b.delta_raw
-        paper_eps = qp * raw_paper
-        if self.strict:
-            d_text = (
-                f"D = {part['D']}, the longest column of the capped Π (read off the DP-APPR output)"
-                if column_rows is not None
-                else f"D = D_max = {part['D']} before a release"
-            )
-            notes.append(
-                f"DP-SGD under the strict sensitivity (spec A9): every Π column capped at "
-                f"D_max = {p['column_rows_cap']} rows, its own row counted (the smallest "
-                f"DP-APPR entries dropped: post-processing); {d_text}, Δ = C·(2D − 1), noise "
-                "multiplier calibrated through the accountant at the sampling rate "
-                "p = 1 − (1 − q)^D. The rate is a conservative convexity argument: a step "
-                "touches the node only when one of its ≤ D rows is sampled (probability p), "
-                "and the mixture over which of them are (each shift ≤ Δ) costs no more than "
-                "the worst one, by joint convexity of the Rényi divergence (spec A9: review "
-                "before relying on it)."
-                + (
-                    f" The paper's τ-scaled accounting of the same noise gives ε_sgd = "
-                    f"{part['epsilon_faithful']:.4g}."
-                    if "epsilon_faithful" in part
-                    else ""
-                )
-            )
-        if indicative is not None:
-            raw_strict = eps_pr_sound + indicative["epsilon"]
-            indicative["epsilon_total"] = _amplified(raw_strict, qp) if amplify else raw_strict
-            parts.append(indicative)
-            notes.append(
-                f"Strict DP-SGD accounting of this run's noise ({INDICATIVE}; spec A9): "
-                f"D = {indicative['D']}, Δ = C·(2D − 1) = {indicative['sensitivity_scale']:g}·C, "
-                f"rate 1 − (1 − q)^D = {indicative['q_effective']:.4g}: ε_sgd = "
-                f"{indicative['epsilon']:.4g}, total ε = {indicative['epsilon_total']:.4g}. "
-                "Run with sgd_sensitivity=strict for noise calibrated to it."
-            )
-        notes += [
-            f"ε = {eps:.4g}: the accountant's raw ε_pr + ε_sgd = {raw_sound:.4g} on the "
-            f"subsampled graph, "
-            + (f"amplified by Poisson node sampling q′ = {qp:g} as ln(1 + q′(e^ε − 1))."
-               if amplify else "not amplified (fixed-size node sampling)."),
-            f"paper's ε = q′·(ε_pr + ε_sgd) = {paper_eps:.4g} (Theorem 2): the linear q′ rule "
-            "understates ε when the raw ε is not small, and the KOV composition corollary it "
-            "uses for DP-APPR is applied outside its small-ε range (spec §4.6).",
-            *(() if self.strict else (
-                "DP-SGD uses the paper's τ-scaled sensitivity (effective multiplier z = σ/τ); "
-                "a node also moves every row whose Π column it appears in, so for a loss not "
-                "linear in Π this is heuristic (spec A9; sgd_sensitivity=strict bounds it).",
-            )),
+        raw = eps_pr + eps_sgd
+        eps = dp.amplified(raw, qp) if self.amplify else raw
+        delta = qp * b.delta_raw if self.amplify else b.delta_raw
+        if not self.proven:  # the paper's figure is its own calibration target
+            eps_sgd_paper = b.eps_sgd
+        raw_paper = eps_pr_paper + eps_sgd_paper
+        paper_eps = qp * raw_paper if math.isfinite(raw_paper) else None
+        notes = [
+            f"epsilon_convention={conv}: "
+            + (
+                "the noise is calibrated so this proven bound equals the requested ε."
+                if self.proven
+                else "the paper's calibration (§4, Theorems 1–3); the headline is the proven ε of "
+                "that noise, paper_epsilon the paper's q′·(ε_pr + ε_sgd)."
+            ),
+            "Node-level DP under add/remove of one training node (features, label, edges) "
+            "over the public training slots (docs/privacy/dpar.md).",
+            f"ε = {eps:.4g}: proven raw ε_pr + ε_sgd = {raw:.4g} on the subsampled graph, "
+            + (f"amplified by Poisson slot sampling q′ = {qp:g} as ln(1 + q′(e^ε − 1))."
+               if self.amplify else "not amplified (fixed-size slot sampling)."),
+            "The paper's DP-SGD accounting (τ-scaled sensitivity, Theorem 2) assumes a loss "
+            "linear in Π; per-target clipping breaks it (a node moves up to D rows): the "
+            "proven figure uses D.",
             "The test graph (non-training nodes) is used without protection at inference; "
             "hyper-parameters were not chosen privately.",
         ]  # fmt: skip
+        if plan is None and not self.proven:
+            notes.insert(0, "ε = ∞ until the release: the proven ε of the paper's noise needs "
+                         "the rows N and the D of the released Π.")  # fmt: skip
+        paper_text = f"{paper_eps:.4g}" if paper_eps is not None else "n/a"
         return PrivacyReport(
             protocol=self.name,
             unit="node",
             epsilon=eps,
             delta=delta,
-            accountant="dp_accounting RDP/PLD + composition; Poisson amplification by q′",
+            accountant="dp_accounting RDP/PLD and exact bounds (docs/privacy/dpar.md); "
+            "Poisson amplification by q′",
             parts=parts,
             paper_epsilon=paper_eps,
             notes=notes,
             headline=(
-                f"node-level (ε = {eps:.4g}, δ = {delta:.3g}) under standard amplification"
-                + (" and the strict DP-SGD sensitivity" if self.strict else "")
-                + f"; the paper's convention states ε = {paper_eps:.4g}"
-                + (
-                    f"; strict DP-SGD accounting of the same noise ({INDICATIVE}, "
-                    f"D = {indicative['D']}) gives ε = {indicative['epsilon_total']:.4g}"
-                    if indicative is not None
-                    else ""
-                )
+                f"node-level (ε = {eps:.4g}, δ = {delta:.3g}), proven (add/remove one node; "
+                f"epsilon_convention={conv}); the paper's convention states ε = {paper_text}"
             ),
             unit_epsilons={"node": eps},
         )
-
-
-# --- pieces (torch ones import torch lazily) ----------------------------------------------
-
-
-def _device(device: str) -> str:
-    if device in ("auto", ""):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def _adjacency(edges: np.ndarray, n: int) -> sp.csr_matrix:
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    edges = edges[edges[:, 0] != edges[:, 1]]
-    rows = np.concatenate([edges[:, 0], edges[:, 1]])
-    cols = np.concatenate([edges[:, 1], edges[:, 0]])
-    adj = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    adj.data[:] = 1.0
-    return adj
-
-
-def _drop_cross(adj: sp.csr_matrix, side: np.ndarray) -> sp.csr_matrix:
-    """``adj`` without the edges between ``side`` and the rest."""
-    coo = adj.tocoo()
-    same = side[coo.row] == side[coo.col]
-    return sp.csr_matrix((coo.data[same], (coo.row[same], coo.col[same])), shape=adj.shape)
-
-
-def _assemble(
-    idx: np.ndarray, val: np.ndarray, seeds: np.ndarray, n: int, mode: str
-) -> sp.csr_matrix:
-    """Π from the DP rows of ``seeds``: N×N with identity rows elsewhere, or M×N."""
-    m, k = idx.shape
-    if mode == "exclude":
-        rows = np.repeat(np.arange(m), k)
-        return sp.csr_matrix((val.ravel(), (rows, idx.ravel())), shape=(m, n))
-    others = np.setdiff1d(np.arange(n), seeds)
-    rows = np.concatenate([np.repeat(seeds, k), others])
-    cols = np.concatenate([idx.ravel(), others])
-    data = np.concatenate([val.ravel(), np.ones(others.size)])
-    return sp.csr_matrix((data, (rows, cols)), shape=(n, n))
-
-
-def _own_rows(seeds: np.ndarray, n: int, mode: str) -> np.ndarray:
-    """The row of Π that is each node's own (its label: it leaves with the node), or -1: every
-    node with ``identity`` rows, only V_M's with ``exclude`` (row r is ``seeds[r]``)."""
-    if mode != "exclude":
-        return np.arange(n)
-    own = np.full(n, -1, dtype=np.int64)
-    own[np.asarray(seeds, dtype=np.int64)] = np.arange(len(seeds))
-    return own
-
-
-def column_rows(pi: sp.spmatrix, own: np.ndarray) -> np.ndarray:
-    """Per node (column of Π): how many rows its removal moves, its own row counted whether or
-    not Π_jj ≠ 0 (the row leaves with its label) plus every other row i with Π_ij ≠ 0."""
-    coo = sp.coo_matrix(pi)
-    nonzero = coo.data != 0
-    other = nonzero & (coo.row != own[coo.col])
-    return np.bincount(coo.col[other], minlength=pi.shape[1]) + (own >= 0)
-
-
-def cap_column_rows(pi: sp.spmatrix, own: np.ndarray, d_max: int) -> sp.csr_matrix:
-    """Π with every column reaching at most ``d_max`` rows (:func:`column_rows`): the node's
-    own row is always kept and always counted, of the other entries the ``d_max − 1`` largest
-    in |value| stay (ties: the lower row). A node without an own row (``exclude``) keeps
-    ``d_max − 1`` too, so one node moves at most C + 2C·(d_max − 1) of the clipped sum.
-    Post-processing of the DP-APPR output (spec A9)."""
-    if d_max < 1:
-        raise ValueError(f"column_rows_cap must be >= 1, got {d_max}")
-    coo = sp.coo_matrix(pi)
-    keep = coo.data != 0
-    row, col, val = coo.row[keep], coo.col[keep], coo.data[keep]
-    is_own = row == own[col]
-    others = np.flatnonzero(~is_own)
-    # Within each column: largest |value| first, then the lower row.
-    order = others[np.lexsort((row[others], -np.abs(val[others]), col[others]))]
-    sorted_cols = col[order]
-    rank = np.arange(order.size) - np.searchsorted(sorted_cols, sorted_cols, side="left")
-    kept = is_own.copy()
-    kept[order[rank < d_max - 1]] = True
-    return sp.csr_matrix((val[kept], (row[kept], col[kept])), shape=pi.shape)
-
-
-def _padded(pi: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row neighbour indices and weights, zero-padded to the longest row."""
-    pi = sp.csr_matrix(pi)
-    lengths = np.diff(pi.indptr)
-    width = max(1, int(lengths.max()) if lengths.size else 1)
-    idx = np.zeros((pi.shape[0], width), dtype=np.int64)
-    w = np.zeros((pi.shape[0], width), dtype=np.float64)
-    rows = np.repeat(np.arange(pi.shape[0]), lengths)
-    slot = np.arange(pi.nnz) - np.repeat(pi.indptr[:-1], lengths)  # position within its row
-    idx[rows, slot] = pi.indices
-    w[rows, slot] = pi.data
-    return idx, w
-
-
-def _init_mlp(d: int, hidden: int, classes: int, gen: Any, device: str) -> dict[str, Any]:
-    """W1 (d×h), W2 (h×c), uniform ±1/√fan_in (nn.Linear's default bound), no biases [R]."""
-    import torch
-
-    def uniform(rows: int, cols: int) -> torch.Tensor:
-        bound = 1.0 / math.sqrt(rows)
-        u = torch.rand(rows, cols, generator=gen, device=device)
-        return (2.0 * u - 1.0) * bound
-
-    return {"w1": uniform(d, hidden), "w2": uniform(hidden, classes)}
-
-
-def _mask(shape: tuple[int, ...], rate: float, gen: Any, device: str) -> Any:
-    """An inverted-dropout mask (kept entries scaled by 1/(1 − rate)) from ``gen``."""
-    import torch
-
-    if rate <= 0:
-        return torch.ones(shape, device=device)
-    keep = torch.rand(shape, generator=gen, device=device) >= rate
-    return keep.float() / (1.0 - rate)
-
-
-def mlp_logits(params: dict[str, Any], x: Any, keep_in: Any = None, keep_h: Any = None) -> Any:
-    """f_θ(x) = ReLU(dropout(x)·W1) → dropout → ·W2 (logits)."""
-    import torch
-
-    if keep_in is not None:
-        x = x * keep_in
-    h = torch.relu(x @ params["w1"])
-    if keep_h is not None:
-        h = h * keep_h
-    return h @ params["w2"]
-
-
-def target_loss(params: dict[str, Any], x: Any, w: Any, y: Any, keep_in: Any, keep_h: Any) -> Any:
-    """One target node's loss: cross-entropy of Σ_u Π_vu·f_θ(X_u) (aggregated logits, Eq. 1)
-    against its label; ``x`` [K, d] are its neighbours' features, ``w`` [K] their weights."""
-    import torch
-
-    agg = (w[:, None] * mlp_logits(params, x, keep_in, keep_h)).sum(0)
-    return torch.nn.functional.cross_entropy(agg[None, :], y[None])
-
-
-def target_clipped_sum(
-    params: dict[str, Any], batch: tuple[Any, ...], clip: float
-) -> tuple[dict[str, Any], Any]:
-    """Σ_i ḡ_i of :func:`target_loss` over a batch in closed form, and the per-target norms.
-
-    Equal to ``dpsgd.generic_clipped_sum(target_loss, ...)`` without materialising B
-    gradients of W1 (B·d·h floats, the cost of a step). For target i with neighbours k:
-    ∇W2_i = Σ_k h_ik ⊗ δo_ik (small, kept), ∇W1_i = Σ_k a_ik ⊗ δz_ik with a the dropped-out
-    input and δz the pre-activation gradient, whose squared norm is Σ_kl (a_ik·a_il)(δz_ik·δz_il)
-    (K×K Gram matrices); the clipped sum of ∇W1 is one matmul aᵀ(c·δz) over all B·K rows.
-    """
-    import torch
-
-    x, w, y, keep_in, keep_h = batch
-    w1, w2 = params["w1"], params["w2"]
-    a = x * keep_in  # [B, K, d]
-    z = a @ w1  # [B, K, h]
-    h = torch.relu(z) * keep_h
-    agg = (w[..., None] * (h @ w2)).sum(1)  # [B, c]
-    d_agg = torch.softmax(agg, dim=1)
-    d_agg[torch.arange(y.shape[0], device=y.device), y] -= 1.0
-    d_out = w[..., None] * d_agg[:, None, :]  # [B, K, c]
-    g2 = torch.einsum("bkh,bkc->bhc", h, d_out)  # per-target ∇W2
-    d_z = (d_out @ w2.T) * keep_h * (z > 0)  # [B, K, h]
-    sq1 = (torch.einsum("bkd,bld->bkl", a, a) * torch.einsum("bkh,blh->bkl", d_z, d_z)).sum((1, 2))
-    norms = (sq1.clamp(min=0.0) + g2.pow(2).sum((1, 2))).sqrt()
-    if math.isfinite(clip):
-        factor = 1.0 / torch.clamp(norms / clip, min=1.0)
-    else:
-        factor = torch.ones_like(norms)
-    scaled = d_z * factor[:, None, None]
-    s1 = a.reshape(-1, a.shape[-1]).T @ scaled.reshape(-1, scaled.shape[-1])
-    s2 = torch.einsum("bhc,b->hc", g2, factor)
-    return {"w1": s1, "w2": s2}, norms
-
-
-def power_iteration(adj: sp.csr_matrix, h: np.ndarray, alpha: float, steps: int) -> np.ndarray:
-    """Eq. 4: Q⁽⁰⁾ = H, Q⁽ᵖ⁾ = (1−α)·D⁻¹A·Q⁽ᵖ⁻¹⁾ + α·H (``adj`` with self-loops)."""
-    deg = np.asarray(adj.sum(axis=1)).ravel()
-    walk = sp.diags(1.0 / np.maximum(deg, 1e-12)) @ adj
-    out = h
-    for _ in range(steps):
-        out = (1.0 - alpha) * (walk @ out) + alpha * h
-    return out

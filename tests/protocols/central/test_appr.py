@@ -113,10 +113,12 @@ def test_gm_noise_on_every_coordinate_has_std_sigma():
 
 
 def test_em1_values_are_clipped_plus_laplace_scale_b():
+    """EM1's values: the clipped value plus discrete Laplace on the grid C2/L (exact; issue
+    28), whose law at this grid is Laplace(b)'s to well within the test's bands."""
     rng = np.random.default_rng(1)
     m, n, b, c2 = 400, 40, 0.004, 0.001
     appr = np.full((m, n), 0.5)  # every entry clips to C2
-    noise = ApprNoise("em1", 0.5, 1e-5, eps_gumbel=1.0, beta=c2, laplace_b=b)
+    noise = ApprNoise("em1", 0.5, 1e-5, eps_gumbel=1.0, beta=c2, laplace_b=b, eps_value=c2 / b)
     idx, val = dp_appr(appr, noise, n, 0.01, c2, rng)
     resid = (val - c2).ravel()
     k = resid.size

@@ -1,0 +1,198 @@
+"""DPAR's model and graph pieces (the mechanism is in :mod:`.dpar`, its accounting in
+:mod:`.dpar_privacy`): the adjacency helpers, Π's assembly, the column cap that bounds how many
+rows one node reaches, the decoupled model f_θ with its closed-form clipped gradient sum, and the
+inference power iteration (Eq. 4). torch is imported inside functions (the registry lists
+:mod:`.dpar` without importing torch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def _device(device: str) -> str:
+    if device in ("auto", ""):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _adjacency(edges: np.ndarray, n: int) -> sp.csr_matrix:
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    rows = np.concatenate([edges[:, 0], edges[:, 1]])
+    cols = np.concatenate([edges[:, 1], edges[:, 0]])
+    adj = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    adj.data[:] = 1.0
+    return adj
+
+
+def _drop_cross(adj: sp.csr_matrix, side: np.ndarray) -> sp.csr_matrix:
+    """``adj`` without the edges between ``side`` and the rest."""
+    coo = adj.tocoo()
+    same = side[coo.row] == side[coo.col]
+    return sp.csr_matrix((coo.data[same], (coo.row[same], coo.col[same])), shape=adj.shape)
+
+
+def _assemble(
+    idx: np.ndarray, val: np.ndarray, seeds: np.ndarray, n: int, mode: str
+) -> sp.csr_matrix:
+    """Π from the DP rows of ``seeds``: N×N with identity rows elsewhere, or M×N."""
+    m, k = idx.shape
+    if mode == "exclude":
+        rows = np.repeat(np.arange(m), k)
+        return sp.csr_matrix((val.ravel(), (rows, idx.ravel())), shape=(m, n))
+    others = np.setdiff1d(np.arange(n), seeds)
+    rows = np.concatenate([np.repeat(seeds, k), others])
+    cols = np.concatenate([idx.ravel(), others])
+    data = np.concatenate([val.ravel(), np.ones(others.size)])
+    return sp.csr_matrix((data, (rows, cols)), shape=(n, n))
+
+
+def _own_rows(seeds: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """The row of Π that is each node's own (its label: it leaves with the node), or -1: every
+    node with ``identity`` rows, only V_M's with ``exclude`` (row r is ``seeds[r]``)."""
+    if mode != "exclude":
+        return np.arange(n)
+    own = np.full(n, -1, dtype=np.int64)
+    own[np.asarray(seeds, dtype=np.int64)] = np.arange(len(seeds))
+    return own
+
+
+def column_rows(pi: sp.spmatrix, own: np.ndarray) -> np.ndarray:
+    """Per node (column of Π): how many rows its removal moves, its own row counted whether or
+    not Π_jj ≠ 0 (the row leaves with its label) plus every other row i with Π_ij ≠ 0."""
+    coo = sp.coo_matrix(pi)
+    nonzero = coo.data != 0
+    other = nonzero & (coo.row != own[coo.col])
+    return np.bincount(coo.col[other], minlength=pi.shape[1]) + (own >= 0)
+
+
+def cap_column_rows(pi: sp.spmatrix, own: np.ndarray, d_max: int) -> sp.csr_matrix:
+    """Π with every column reaching at most ``d_max`` rows (:func:`column_rows`): the node's
+    own row is always kept and always counted, of the other entries the ``d_max − 1`` largest
+    in |value| stay (ties: the lower row). A node without an own row (``exclude``) keeps
+    ``d_max − 1`` too, so one node moves at most C + 2C·(d_max − 1) of the clipped sum.
+    Post-processing of the DP-APPR output (spec A9)."""
+    if d_max < 1:
+        raise ValueError(f"column_rows_cap must be >= 1, got {d_max}")
+    coo = sp.coo_matrix(pi)
+    keep = coo.data != 0
+    row, col, val = coo.row[keep], coo.col[keep], coo.data[keep]
+    is_own = row == own[col]
+    others = np.flatnonzero(~is_own)
+    # Within each column: largest |value| first, then the lower row.
+    order = others[np.lexsort((row[others], -np.abs(val[others]), col[others]))]
+    sorted_cols = col[order]
+    rank = np.arange(order.size) - np.searchsorted(sorted_cols, sorted_cols, side="left")
+    kept = is_own.copy()
+    kept[order[rank < d_max - 1]] = True
+    return sp.csr_matrix((val[kept], (row[kept], col[kept])), shape=pi.shape)
+
+
+def _padded(pi: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row neighbour indices and weights, zero-padded to the longest row."""
+    pi = sp.csr_matrix(pi)
+    lengths = np.diff(pi.indptr)
+    width = max(1, int(lengths.max()) if lengths.size else 1)
+    idx = np.zeros((pi.shape[0], width), dtype=np.int64)
+    w = np.zeros((pi.shape[0], width), dtype=np.float64)
+    rows = np.repeat(np.arange(pi.shape[0]), lengths)
+    slot = np.arange(pi.nnz) - np.repeat(pi.indptr[:-1], lengths)  # position within its row
+    idx[rows, slot] = pi.indices
+    w[rows, slot] = pi.data
+    return idx, w
+
+
+def _init_mlp(d: int, hidden: int, classes: int, gen: Any, device: str) -> dict[str, Any]:
+    """W1 (d×h), W2 (h×c), uniform ±1/√fan_in (nn.Linear's default bound), no biases [R]."""
+    import torch
+
+    def uniform(rows: int, cols: int) -> torch.Tensor:
+        bound = 1.0 / math.sqrt(rows)
+        u = torch.rand(rows, cols, generator=gen, device=device)
+        return (2.0 * u - 1.0) * bound
+
+    return {"w1": uniform(d, hidden), "w2": uniform(hidden, classes)}
+
+
+def _mask(shape: tuple[int, ...], rate: float, gen: Any, device: str) -> Any:
+    """An inverted-dropout mask (kept entries scaled by 1/(1 − rate)) from ``gen``."""
+    import torch
+
+    if rate <= 0:
+        return torch.ones(shape, device=device)
+    keep = torch.rand(shape, generator=gen, device=device) >= rate
+    return keep.float() / (1.0 - rate)
+
+
+def mlp_logits(params: dict[str, Any], x: Any, keep_in: Any = None, keep_h: Any = None) -> Any:
+    """f_θ(x) = ReLU(dropout(x)·W1) → dropout → ·W2 (logits)."""
+    import torch
+
+    if keep_in is not None:
+        x = x * keep_in
+    h = torch.relu(x @ params["w1"])
+    if keep_h is not None:
+        h = h * keep_h
+    return h @ params["w2"]
+
+
+def target_loss(params: dict[str, Any], x: Any, w: Any, y: Any, keep_in: Any, keep_h: Any) -> Any:
+    """One target node's loss: cross-entropy of Σ_u Π_vu·f_θ(X_u) (aggregated logits, Eq. 1)
+    against its label; ``x`` [K, d] are its neighbours' features, ``w`` [K] their weights."""
+    import torch
+
+    agg = (w[:, None] * mlp_logits(params, x, keep_in, keep_h)).sum(0)
+    return torch.nn.functional.cross_entropy(agg[None, :], y[None])
+
+
+def target_clipped_sum(
+    params: dict[str, Any], batch: tuple[Any, ...], clip: float
+) -> tuple[dict[str, Any], Any]:
+    """Σ_i ḡ_i of :func:`target_loss` over a batch in closed form, and the per-target norms.
+
+    Equal to ``dpsgd.generic_clipped_sum(target_loss, ...)`` without materialising B
+    gradients of W1 (B·d·h floats, the cost of a step). For target i with neighbours k:
+    ∇W2_i = Σ_k h_ik ⊗ δo_ik (small, kept), ∇W1_i = Σ_k a_ik ⊗ δz_ik with a the dropped-out
+    input and δz the pre-activation gradient, whose squared norm is Σ_kl (a_ik·a_il)(δz_ik·δz_il)
+    (K×K Gram matrices); the clipped sum of ∇W1 is one matmul aᵀ(c·δz) over all B·K rows.
+    """
+    import torch
+
+    x, w, y, keep_in, keep_h = batch
+    w1, w2 = params["w1"], params["w2"]
+    a = x * keep_in  # [B, K, d]
+    z = a @ w1  # [B, K, h]
+    h = torch.relu(z) * keep_h
+    agg = (w[..., None] * (h @ w2)).sum(1)  # [B, c]
+    d_agg = torch.softmax(agg, dim=1)
+    d_agg[torch.arange(y.shape[0], device=y.device), y] -= 1.0
+    d_out = w[..., None] * d_agg[:, None, :]  # [B, K, c]
+    g2 = torch.einsum("bkh,bkc->bhc", h, d_out)  # per-target ∇W2
+    d_z = (d_out @ w2.T) * keep_h * (z > 0)  # [B, K, h]
+    sq1 = (torch.einsum("bkd,bld->bkl", a, a) * torch.einsum("bkh,blh->bkl", d_z, d_z)).sum((1, 2))
+    norms = (sq1.clamp(min=0.0) + g2.pow(2).sum((1, 2))).sqrt()
+    if math.isfinite(clip):
+        factor = 1.0 / torch.clamp(norms / clip, min=1.0)
+    else:
+        factor = torch.ones_like(norms)
+    scaled = d_z * factor[:, None, None]
+    s1 = a.reshape(-1, a.shape[-1]).T @ scaled.reshape(-1, scaled.shape[-1])
+    s2 = torch.einsum("bhc,b->hc", g2, factor)
+    return {"w1": s1, "w2": s2}, norms
+
+
+def power_iteration(adj: sp.csr_matrix, h: np.ndarray, alpha: float, steps: int) -> np.ndarray:
+    """Eq. 4: Q⁽⁰⁾ = H, Q⁽ᵖ⁾ = (1−α)·D⁻¹A·Q⁽ᵖ⁻¹⁾ + α·H (``adj`` with self-loops)."""
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    walk = sp.diags(1.0 / np.maximum(deg, 1e-12)) @ adj
+    out = h
+    for _ in range(steps):
+        out = (1.0 - alpha) * (walk @ out) + alpha * h
+    return out
