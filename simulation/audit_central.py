@@ -41,88 +41,21 @@ import math
 import secrets
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .audit import TOLERANCE, cp_lower, cp_upper
+from .audit import TOLERANCE
+from .audit_central_stats import best_bound, ceiling
 
 DEFAULT_ALPHA = 0.05
+#: ``<name>-planted`` names a row's planted variant as a row of its own (it must FAIL).
+PLANTED_SUFFIX = "-planted"
 
 PASS, FAIL, INCONCLUSIVE, NO_CLAIM, NOT_APPLICABLE = (
     "PASS", "FAIL", "INCONCLUSIVE", "NO CLAIM", "N/A",
 )  # fmt: skip
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def delta_epsilon_lower_bound(k1: int, n1: int, k0: int, n0: int, a: float, delta: float) -> float:
-    """ln((p₁_lower − δ) / p₀_upper), each bound at 1 − a/2; −inf when p₁_lower ≤ δ."""
-    lo = cp_lower(k1, n1, a / 2.0) - delta
-    if lo <= 0.0:
-        return -math.inf
-    return math.log(lo / cp_upper(k0, n0, a / 2.0))
-
-
-def ceiling(draws: int, a: float, delta: float) -> float:
-    """The largest ε_lb any event can give at ``draws`` per world: always in one, never in the
-    other. A claim at or above it cannot fail, whatever the mechanism does."""
-    return max(0.0, delta_epsilon_lower_bound(draws, draws, 0, draws, a, delta))
-
-
-@dataclass(frozen=True)
-class Bound:
-    """The best lower bound of one sample pair: ε_lb, the event, its counts."""
-
-    epsilon_lower_bound: float
-    event: str
-    hits: tuple[int, int]  # (hits in the numerator world, hits in the denominator world)
-    estimated_on: int
-
-
-def _events(values: np.ndarray) -> list[tuple[float, bool]]:
-    """Candidate events {s ≥ t} (``True``) and {s < t} (``False``) at the distinct values."""
-    grid = np.unique(values)
-    return [(float(t), up) for t in grid[1:] for up in (True, False)] or [(float(grid[0]), True)]
-
-
-def _hits(s: np.ndarray, t: float, up: bool) -> int:
-    return int((s >= t).sum() if up else (s < t).sum())
-
-
-def best_bound(s0: np.ndarray, s1: np.ndarray, alpha: float, delta: float) -> Bound:
-    """The lower bound on ε from the statistic's values in world 0 and world 1 (module doc)."""
-    s0, s1 = np.asarray(s0, dtype=np.float64), np.asarray(s1, dtype=np.float64)
-    both = np.concatenate([s0, s1])
-    binary = np.unique(both).size <= 2
-    if binary:
-        sel0, sel1, est0, est1 = s0, s1, s0, s1
-        events = _events(both)
-        a = alpha / (2 * len(events))  # Bonferroni over the events and the two directions
-    else:
-        h0, h1 = len(s0) // 2, len(s1) // 2
-        sel0, sel1, est0, est1 = s0[:h0], s1[:h1], s0[h0:], s1[h1:]
-        events = _events(np.concatenate([sel0, sel1]))
-        a = alpha
-    best = (-math.inf, -1.0, 0, True, 1)
-    for t, up in events:
-        for num in (1, 0):  # which world is the numerator
-            sn, sd = (sel1, sel0) if num else (sel0, sel1)
-            lb = delta_epsilon_lower_bound(
-                _hits(sn, t, up), len(sn), _hits(sd, t, up), len(sd), a, delta
-            )
-            ratio = (_hits(sn, t, up) + 1) / (_hits(sd, t, up) + 1)
-            if (lb, ratio) > best[:2]:
-                best = (lb, ratio, num, up, t)
-    _, _, num, up, t = best
-    en, ed = (est1, est0) if num else (est0, est1)
-    kn, kd = _hits(en, t, up), _hits(ed, t, up)
-    lb = max(0.0, delta_epsilon_lower_bound(kn, len(en), kd, len(ed), a, delta))
-    op = "≥" if up else "<"
-    event = f"s {op} {t:g} in D{num} over D{1 - num}"
-    return Bound(lb, event, (kn, kd), len(en))
 
 
 # --------------------------------------------------------------------------- cases
@@ -160,6 +93,24 @@ class CentralCase:
     skip: str | None = None
     #: A finite claim is reported INCONCLUSIVE with this reason instead of being audited.
     claim_only: str | None = None
+    #: (protocol, params) whose headline the row claims instead of its own: a planted row
+    #: (:func:`planted_row`) runs the under-stating variant and claims the honest headline.
+    claims_as: tuple[str, dict[str, Any]] | None = None
+
+
+def planted_row(case: CentralCase) -> CentralCase:
+    """``case``'s planted variant as a row of its own (``<name>-planted``): it runs the
+    planted strategy and claims the honest headline, so it must FAIL."""
+    if case.skip or case.claim_only:
+        raise ValueError(f"{case.name} is not audited, so it has no planted row")
+    return replace(
+        case,
+        name=f"{case.name}{PLANTED_SUFFIX}",
+        protocol=case.planted_protocol or case.protocol,
+        params=case.planted,
+        planted_protocol=case.planted_protocol,
+        claims_as=(case.protocol, case.params),
+    )
 
 
 @dataclass
@@ -260,9 +211,13 @@ def audit_case(
         row.reason = case.skip
         return row
     worlds = case.worlds()
+    claimant = protocol
+    if case.claims_as is not None:
+        claimant = memoise_report(make_protocol(case.claims_as[0], **case.claims_as[1]))
+        pre = claimant.privacy_report()
     first = pre
     if not math.isinf(pre.epsilon):  # the headline as run (it may depend on the data)
-        first = protocol.release(worlds[1].graph, worlds[1].curator, fresh_seed()).privacy
+        first = claimant.release(worlds[1].graph, worlds[1].curator, fresh_seed()).privacy
     row.unit, row.claimed_epsilon, row.claimed_delta = first.unit, first.epsilon, first.delta
     row.seconds = time.perf_counter() - start
     if math.isinf(first.epsilon):
@@ -276,6 +231,8 @@ def audit_case(
         row.reason = f"not audited (finite claim ε = {first.epsilon:.4g}): {case.claim_only}"
         return row
     s0, s1, reports = _sample(protocol, worlds, case.statistic, draws, tick)
+    if case.claims_as is not None:  # the planted releases' own reports are not the claim
+        reports = []
     row.claimed_epsilon = max(float(r.epsilon) for r in reports + [first])
     row.claimed_delta = max(float(r.delta) for r in reports + [first])
     eps, delta = row.claimed_epsilon, row.claimed_delta
@@ -326,9 +283,17 @@ def run_central_audit(
 
     cases = CASES if cases is None else cases
     names = list(cases) if names is None else list(names)
+    cases = dict(cases)
+    for name in names:
+        base = name.removesuffix(PLANTED_SUFFIX)
+        if name != base and base in cases:
+            cases[name] = planted_row(cases[base])
     unknown = [n for n in names if n not in cases]
     if unknown:
-        raise ValueError(f"unknown central audit(s) {unknown}; known: {', '.join(cases)}")
+        raise ValueError(
+            f"unknown central audit(s) {unknown}; known: {', '.join(cases)} (and "
+            f"NAME{PLANTED_SUFFIX} for a row's planted under-statement)"
+        )
     if not names:
         raise ValueError("nothing to audit: no central mechanism named")
     if not 0.0 < alpha < 1.0:
