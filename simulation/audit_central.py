@@ -186,6 +186,14 @@ def _sample(
     return out[0], out[1], reports
 
 
+def _no_claim(row: CentralRow, report: Any) -> CentralRow:
+    row.verdict = NO_CLAIM
+    row.claimed_epsilon, row.claimed_delta = math.inf, float(report.delta)
+    why = (report.notes or [report.headline])[0][:160]
+    row.reason = f"headline ε = ∞: nothing is under-stated, nothing is certified ({why})"
+    return row
+
+
 def audit_case(
     case: CentralCase,
     alpha: float = DEFAULT_ALPHA,
@@ -221,14 +229,18 @@ def audit_case(
     row.unit, row.claimed_epsilon, row.claimed_delta = first.unit, first.epsilon, first.delta
     row.seconds = time.perf_counter() - start
     if math.isinf(first.epsilon):
-        row.verdict = NO_CLAIM
-        row.reason = "headline ε = ∞: nothing is under-stated, nothing is certified (" + (
-            (first.notes or [first.headline])[0][:160] + ")"
-        )
-        return row
+        return _no_claim(row, first)
     if case.claim_only:
         row.verdict, row.draws = INCONCLUSIVE, 0
         row.reason = f"not audited (finite claim ε = {first.epsilon:.4g}): {case.claim_only}"
+        return row
+    row.ceiling = ceiling(draws, alpha / 4, first.delta)  # no statistic can certify more
+    if row.ceiling <= first.epsilon:
+        row.verdict = INCONCLUSIVE
+        row.reason = (
+            f"too little power: no test at {draws} draws can certify more than "
+            f"{row.ceiling:.3f} ≤ claimed ε {first.epsilon:.4g} (not run)"
+        )
         return row
     s0, s1, reports = _sample(protocol, worlds, case.statistic, draws, tick)
     if case.claims_as is not None:  # the planted releases' own reports are not the claim
@@ -236,6 +248,8 @@ def audit_case(
     row.claimed_epsilon = max(float(r.epsilon) for r in reports + [first])
     row.claimed_delta = max(float(r.delta) for r in reports + [first])
     eps, delta = row.claimed_epsilon, row.claimed_delta
+    if math.isinf(eps):  # some release of the pair claims nothing
+        return _no_claim(row, max(reports, key=lambda r: r.epsilon))
     binary = np.unique(np.concatenate([s0, s1])).size <= 2
     row.ceiling = (
         ceiling(draws, alpha / 4, delta) if binary else ceiling(draws - draws // 2, alpha, delta)
