@@ -37,6 +37,7 @@ found none. α is split evenly over the rows run (Bonferroni), so the table hold
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import secrets
 import sys
@@ -320,6 +321,11 @@ def run_central_audit(
         total = sum(4 * (cases[n].draws if draws is None else draws) for n in names)
         bar = tqdm(total=total, unit="release", file=sys.stderr, desc="central audit")
     rows = []
+    # dp-accounting logs every RDP order it drops at DPAR's huge noise multipliers (hundreds of
+    # lines per row); the figures are unaffected, so the audit's output keeps only errors.
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.ERROR)
     try:
         for name in names:
             if bar is not None:
@@ -327,6 +333,7 @@ def run_central_audit(
             tick = bar.update if bar is not None else (lambda n: None)
             rows.append(audit_case(cases[name], row_alpha, draws, tick))
     finally:
+        absl.setLevel(level)
         if bar is not None:
             bar.close()
     return rows
