@@ -470,7 +470,20 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all", action="store_true", help="audit every registered mechanism")
+    which.add_argument(
+        "--all",
+        action="store_true",
+        help="audit every registered mechanism, then every central strategy (--central)",
+    )
+    which.add_argument(
+        "--central",
+        nargs="*",
+        metavar="NAME",
+        default=None,
+        help="audit the central strategies instead (all, or the NAMEs): the real mechanism on "
+        "neighbouring tiny graphs, PASS/FAIL/INCONCLUSIVE against its headline "
+        "(docs/privacy/audit.md)",
+    )
     which.add_argument(
         "--mechanism",
         action="append",
@@ -499,6 +512,13 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=DEFAULT_ALPHA,
         help=f"1 - confidence of the whole table (default {DEFAULT_ALPHA})",
+    )
+    p.add_argument(
+        "--central-draws",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs per neighbouring dataset of every central row (default: each row's own)",
     )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
@@ -929,7 +949,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from .audit import AUDITS, DEFAULT_EPSILONS, format_table, run_audit
+    from .audit_central import main_central
 
+    if args.central is not None:
+        return main_central(args.central, args.alpha, args.central_draws, args.json, args.quiet)
     names = list(AUDITS) if args.all else args.mechanism
     rows = run_audit(
         names,
@@ -948,7 +971,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
             f"{len(rows) - failed} of {len(rows)} PASS at confidence {1 - args.alpha:g} "
             f"(seed {args.seed})" + (f"; {failed} FAIL" if failed else "")
         )
-    return 0 if all(r.passed for r in rows) else 1
+    code = 0 if all(r.passed for r in rows) else 1
+    if args.all:  # the central rows after the client ones (own table, own α)
+        central = main_central(None, args.alpha, args.central_draws, args.json, args.quiet)
+        code = max(code, central)
+    return code
 
 
 def _use_recorded_data_root() -> None:
