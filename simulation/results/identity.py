@@ -52,6 +52,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "gin_layers": 5,
     # Central runs before the key existed were calibrated by the paper's convention.
     "epsilon_convention": "paper",
+    # Sybil screening of HoGS's reports (protocols/ldp/consistency.py): off before it existed.
+    "consistency_alpha": 0.0,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing
