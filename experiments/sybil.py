@@ -151,8 +151,12 @@ def experiment(args: argparse.Namespace, sink=None) -> list[dict]:
 def summarise(rows: list[dict]) -> list[dict]:
     """Means over seeds, one row per (dataset, ε, k, mode, α)."""
     groups: dict[tuple, list[dict]] = {}
+    seen = set()
     for r in rows:
         key = (r["dataset"], r["epsilon"], r["fraction"], r["attack"]["mode"], r["alpha"])
+        if (key, r["seed"]) in seen:  # the same cell from two merged files: deterministic
+            continue
+        seen.add((key, r["seed"]))
         groups.setdefault(key, []).append(r)
     out = []
     fields = ("acc_honest", "degree_mae", "precision", "recall", "recall_honest", "fake_edges",
@@ -171,8 +175,8 @@ def summarise(rows: list[dict]) -> list[dict]:
 def table(summary: list[dict]) -> str:
     head = ("| dataset | ε | k | attack | screening | test acc (honest nodes) | degree MAE | "
             "edge precision | edge recall (honest pairs) | fake edges | "
-            "Sybils / honest left out |")  # fmt: skip
-    lines = [head, "|" + "---|" * 11]
+            "Sybils / honest left out | seeds |")  # fmt: skip
+    lines = [head, "|" + "---|" * 12]
     for r in summary:
         mode = "none" if r["fraction"] == 0 else r["mode"]
         lines.append(
@@ -181,7 +185,7 @@ def table(summary: list[dict]) -> str:
             f"{r['acc_honest']:.3f} ± {r['acc_honest_sd']:.3f} | {r['degree_mae']:.2f} | "
             f"{r['precision']:.3f} | {r['recall']:.3f} ({r['recall_honest']:.3f}) | "
             f"{r['fake_edges']:.0f} | "
-            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.0f} |"
+            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.0f} | {r['seeds']} |"
         )
     return "\n".join(lines)
 
@@ -244,12 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--plot-only", action="store_true")
+    ap.add_argument("--merge", nargs="*", default=[], help="more results files for --plot-only")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.json"
     t0 = time.perf_counter()
     if args.plot_only:
-        rows = json.loads(results.read_text())["rows"]
+        rows = []
+        for path in [results, *args.merge]:  # several runs' files (e.g. one per seed)
+            rows += json.loads(Path(path).read_text())["rows"]
+        if args.merge:  # one file with every row from now on
+            merged = {"merged_from": [str(p) for p in args.merge], "rows": rows}
+            results.write_text(json.dumps(merged, indent=1) + "\n")
     else:
         os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
         meta = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
