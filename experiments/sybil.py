@@ -77,8 +77,9 @@ def honest_accuracy(config, prepared, release, sybils) -> dict:
     return {"acc_honest": record["accuracy"]["test"]}
 
 
-def run_cell(config, prepared, attack, alpha_values) -> list[dict]:
-    """One collection (with ``attack``) reconstructed once per screening level."""
+def run_cell(config, prepared, attack, alpha_values, no_train: bool = False) -> list[dict]:
+    """One collection (with ``attack``) reconstructed once per screening level
+    (``no_train``: the graph metrics only, no accuracy)."""
     from ldpgraph.protocols.registry import make_protocol, uses_public_features
     from ldpgraph.simulation.adversary import SybilCollector, describe
     from ldpgraph.simulation.backends.local import LocalCollector, ReplayCollector, run_protocol
@@ -111,7 +112,7 @@ def run_cell(config, prepared, attack, alpha_values) -> list[dict]:
             "flagged_honest": int((~np.isin(flagged, sybils)).sum()),
             "reconstruct_seconds": round(seconds, 3),
             **graph_metrics(release, graph, sybils),
-            **honest_accuracy(cfg, prepared, release, sybils),
+            **({} if no_train else honest_accuracy(cfg, prepared, release, sybils)),
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -141,8 +142,15 @@ def experiment(args: argparse.Namespace, sink=None) -> list[dict]:
                     if frac not in args.stealth_fractions and "stealth" in modes:
                         modes.remove("stealth")
                     for mode in modes:
-                        attack = SybilAttack(frac / 100.0, mode=mode, seed=seed)
-                        rows += run_cell(config, prepared, attack, (0.0, args.alpha))
+                        attack = SybilAttack(
+                            frac / 100.0,
+                            mode=mode,
+                            targets=args.targets,
+                            fanout=args.fanout,
+                            seed=seed,
+                        )
+                        alphas = (0.0, args.alpha)
+                        rows += run_cell(config, prepared, attack, alphas, args.no_train)
                         if sink is not None:
                             sink(rows)
     return rows
@@ -153,8 +161,13 @@ def summarise(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     seen = set()
     for r in rows:
-        key = (r["dataset"], r["epsilon"], r["fraction"], r["attack"]["mode"], r["alpha"])
-        if (key, r["seed"]) in seen:  # the same cell from two merged files: deterministic
+        mode = r["attack"]["mode"] + ("/any" if r["attack"].get("targets_of") == "any" else "")
+        key = (r["dataset"], r["epsilon"], r["fraction"], mode, r["alpha"])
+        # The same cell from two merged files (deterministic): keep one, the trained one.
+        if (key, r["seed"]) in seen:
+            if "acc_honest" in r:
+                group = groups[key]
+                group[:] = [g for g in group if g["seed"] != r["seed"]] + [r]
             continue
         seen.add((key, r["seed"]))
         groups.setdefault(key, []).append(r)
@@ -168,6 +181,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             row[f] = float(np.mean(vals)) if vals else float("nan")
             row[f + "_sd"] = float(np.std(vals)) if vals else float("nan")
         row["seeds"] = len(group)
+        row["acc_seeds"] = sum("acc_honest" in g for g in group)
         out.append(row)
     return out
 
@@ -185,7 +199,8 @@ def table(summary: list[dict]) -> str:
             f"{r['acc_honest']:.3f} ± {r['acc_honest_sd']:.3f} | {r['degree_mae']:.2f} | "
             f"{r['precision']:.3f} | {r['recall']:.3f} ({r['recall_honest']:.3f}) | "
             f"{r['fake_edges']:.0f} | "
-            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.0f} | {r['seeds']} |"
+            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.0f} | "
+            f"{r['seeds']} ({r['acc_seeds']} trained) |"
         )
     return "\n".join(lines)
 
@@ -244,10 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stealth-fractions", nargs="+", type=float, default=[5, 10],
                     help="the shares (percent) at which the stealth attack also runs")  # fmt: skip
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    ap.add_argument(
+        "--targets",
+        choices=("class", "any"),
+        default="class",
+        help="the attacked nodes: one class's honest nodes, or any honest node",
+    )
+    ap.add_argument(
+        "--fanout",
+        type=int,
+        default=None,
+        help="claims per Sybil (default: every target in flood, (n-1)p in stealth)",
+    )
     ap.add_argument("--alpha", type=float, default=0.01, help="screening's false-alarm level")
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--plot-only", action="store_true")
+    ap.add_argument("--no-train", action="store_true", help="graph metrics only (no accuracy)")
     ap.add_argument("--merge", nargs="*", default=[], help="more results files for --plot-only")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

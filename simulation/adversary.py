@@ -41,19 +41,23 @@ from ldpgraph.server.rounds import Collector, Replies
 
 MODES = ("flood", "stealth")
 CHOICES = ("random", "top-degree")
+TARGETS = ("class", "any")
 
 
 @dataclass(frozen=True)
 class SybilAttack:
     """What the attacker does. ``fraction``: share of the nodes it controls (0 ≤ k < 1);
     ``choice``: which (``random`` or ``top-degree``); ``mode``: ``flood`` or ``stealth``;
-    ``target_class``: the class it attacks (None: the largest among honest nodes);
+    ``targets``: ``class`` (the honest nodes of one class) or ``any`` (every honest node:
+    claims that cross classes); ``target_class``: the class it attacks (None: the largest
+    among honest nodes; the class whose feature profile ``stealth`` copies with ``any``);
     ``fanout``: claims to targets per Sybil (None: every target in ``flood``, (n − 1)·p in
     ``stealth``); ``clique``: whether Sybils claim each other; ``seed``: its own randomness."""
 
     fraction: float
     choice: str = "random"
     mode: str = "flood"
+    targets: str = "class"
     target_class: int | None = None
     fanout: int | None = None
     clique: bool = True
@@ -66,6 +70,8 @@ class SybilAttack:
             raise ValueError(f"choice must be one of {CHOICES}, got {self.choice!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.targets not in TARGETS:
+            raise ValueError(f"targets must be one of {TARGETS}, got {self.targets!r}")
         if self.fanout is not None and self.fanout < 0:
             raise ValueError(f"fanout must be >= 0, got {self.fanout}")
 
@@ -90,7 +96,8 @@ class SybilAttack:
         target_class = self.target_class
         if target_class is None:
             target_class = int(np.bincount(y[honest]).argmax()) if honest.any() else 0
-        targets = np.flatnonzero(honest & (y == target_class)).astype(np.int64)
+        of_class = honest & (y == target_class)
+        targets = np.flatnonzero(of_class if self.targets == "class" else honest).astype(np.int64)
         params = getattr(protocol, "params", None)
         eps_a = getattr(params, "eps_adjacency", None)
         eps_f = getattr(params, "eps_features", 0.0) or None
@@ -100,7 +107,7 @@ class SybilAttack:
                 fanout = targets.size
             else:  # as many claims as an honest node's flips make, on average
                 fanout = int(round((graph.num_nodes - 1) * flip_probability(eps_a)))
-        features = self._features(graph, targets, eps_f)
+        features = self._features(graph, np.flatnonzero(of_class), eps_f)
         return SybilPlan(self, sybils, targets, target_class, min(fanout, targets.size), features)
 
     def _features(self, graph: Graph, targets: np.ndarray, eps_f: float | None) -> np.ndarray:
@@ -198,6 +205,7 @@ def describe(plan: SybilPlan) -> dict[str, Any]:
     return {
         "mode": plan.attack.mode,
         "choice": plan.attack.choice,
+        "targets_of": plan.attack.targets,
         "sybils": int(plan.sybils.size),
         "target_class": plan.target_class,
         "targets": int(plan.targets.size),
