@@ -217,7 +217,7 @@ def figures(summary: list[dict], out: Path) -> list[Path]:
 
     paths = []
     metrics = (("acc_honest", "test accuracy (honest nodes)"),
-               ("recall_honest", "released-edge recall (honest pairs)"),
+               ("fake_edges", "released fake Sybil–honest edges"),
                ("degree_mae", "degree MAE (honest nodes)"),
                ("precision", "released-edge precision"))  # fmt: skip
     for dataset in sorted({r["dataset"] for r in summary}):
@@ -236,6 +236,8 @@ def figures(summary: list[dict], out: Path) -> list[Path]:
                     err = [r[metric + "_sd"] for r in pts]
                     name = f"{mode}, screening {'on' if alpha else 'off'}"
                     ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=3, label=name, ms=4)
+                if metric == "fake_edges":
+                    ax.set_yscale("symlog", linthresh=10)
                 ax.set_xlabel("Sybil nodes k (%)")
                 ax.set_title(label, fontsize=10)
                 ax.grid(alpha=0.3)

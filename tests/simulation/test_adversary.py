@@ -93,6 +93,13 @@ def test_sybil_choice():
     a = SybilAttack(0.05, seed=1).sybils(g)
     assert np.array_equal(a, SybilAttack(0.05, seed=1).sybils(g))
     assert not np.array_equal(a, SybilAttack(0.05, seed=2).sybils(g))
+    proto = make_protocol("hogs", epsilon=4.0)
+    by_class = SybilAttack(0.05, seed=1).plan(g, proto)
+    anyone = SybilAttack(0.05, targets="any", seed=1).plan(g, proto)
+    assert set(g.y[by_class.targets].tolist()) == {by_class.target_class}
+    assert anyone.targets.tolist() == np.setdiff1d(np.arange(g.num_nodes), a).tolist()
+    with pytest.raises(ValueError, match="targets"):
+        SybilAttack(0.1, targets="some")
     with pytest.raises(ValueError, match="fraction"):
         SybilAttack(1.0)
     with pytest.raises(ValueError, match="mode"):
