@@ -189,7 +189,7 @@ def summarise(rows: list[dict]) -> list[dict]:
 def table(summary: list[dict]) -> str:
     head = ("| dataset | ε | k | attack | screening | test acc (honest nodes) | degree MAE | "
             "edge precision | edge recall (honest pairs) | fake edges | "
-            "Sybils / honest left out | seeds |")  # fmt: skip
+            "Sybils / honest left out | seeds (trained) |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in summary:
         mode = "none" if r["fraction"] == 0 else r["mode"]
@@ -199,14 +199,21 @@ def table(summary: list[dict]) -> str:
             f"{r['acc_honest']:.3f} ± {r['acc_honest_sd']:.3f} | {r['degree_mae']:.2f} | "
             f"{r['precision']:.3f} | {r['recall']:.3f} ({r['recall_honest']:.3f}) | "
             f"{r['fake_edges']:.0f} | "
-            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.0f} | "
-            f"{r['seeds']} ({r['acc_seeds']} trained) |"
+            f"{r['flagged_sybils']:.0f} / {r['flagged_honest']:.2g} | "
+            f"{r['seeds']} ({r['acc_seeds']}) |"
         )
     return "\n".join(lines)
 
 
 #: (attack, screening on, line style) of each curve.
-CURVES = (("flood", 0, "-o"), ("flood", 1, "--o"), ("stealth", 0, "-s"), ("stealth", 1, "--s"))
+CURVES = (
+    ("flood", 0, "-o"),
+    ("flood", 1, "--o"),
+    ("stealth", 0, "-s"),
+    ("stealth", 1, "--s"),
+    ("flood/any", 0, "-^"),
+    ("flood/any", 1, "--^"),
+)
 
 
 def figures(summary: list[dict], out: Path) -> list[Path]:
