@@ -10,7 +10,7 @@ claims its counterparts deny,
 
 exactly, whatever u's degree (m_u: the other nodes that reported). A node that invents edges to
 nodes it is not adjacent to (the fake-edge attacks of Wu, Cao, Jia, Gong, "Poisoning attacks to
-local differential privacy protocols for graphs", Section 4) is denied on each with probability
+local differential privacy protocols for graphs") is denied on each with probability
 1 − p and lands in the upper tail; a node that does not randomize at all (a colluding clique
 that only confirms itself) has too few denials and lands in the lower tail. The same holds for
 the 1-bit feature reports: an honest node's count of reported ones is a sum of d Bernoulli bits
