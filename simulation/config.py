@@ -102,6 +102,7 @@ from ldpgraph.protocols.central.privdpr import (
     WN_SCALE,
 )
 from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
+from ldpgraph.protocols.ldp.consistency import CONSISTENCY_ALPHA
 from ldpgraph.protocols.ldp.hogs import TAU
 from ldpgraph.protocols.ldp.hogs_arr import MU, REPORT_CAP
 from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
@@ -198,6 +199,7 @@ class RunConfig:
     share2: float = _param(SHARE2.default)
     min_weight: float = _param(MIN_WEIGHT.default)
     combine: str = _param(COMBINE_PARAM.default)
+    consistency_alpha: float = _param(CONSISTENCY_ALPHA.default)
     kprop_k: int = _param(KPROP_K.default)
     lx: int = _param(LX.default)
     ly: int = _param(LY.default)

@@ -43,6 +43,7 @@ from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .assemble import adjacency_reports, feature_reports
+from .consistency import CONSISTENCY_ALPHA, onebit_rates, screen, without
 from .node_reports import noisy_features, noisy_row, rr_onebit_batch
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs, row_blocks
@@ -351,10 +352,16 @@ class HogsParams:
     tau: float = TAU.default
     steps: int = STEPS.default
     public_features: bool = False
+    #: Sybil screening (:mod:`.consistency`): 0 off, else the family-wise false-alarm level.
+    consistency_alpha: float = CONSISTENCY_ALPHA.default
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a finite number > 0, got {self.epsilon}")
+        if not 0.0 <= self.consistency_alpha < 1.0:
+            raise ValueError(
+                f"consistency_alpha must be in [0, 1) (0: off), got {self.consistency_alpha}"
+            )
         if not self.public_features and not 0.0 < self.feature_share < 1.0:
             raise ValueError(
                 f"feature share must be in (0, 1) when features are private, got "
@@ -377,13 +384,13 @@ class HogsParams:
 @register(
     "hogs",
     label="HoGS",
-    params=(EPSILON, FEATURE_SHARE, TAU, STEPS),
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, CONSISTENCY_ALPHA),
     summary="HoGS: edge LDP + feature LDP, homophily-based reconstruction",
 )
 @register(
     "hogs-edge",
     label="HoGS",
-    params=(EPSILON, TAU),
+    params=(EPSILON, TAU, CONSISTENCY_ALPHA),
     public_features=True,
     summary="HoGS with edge LDP only; features public (Table III)",
 )
@@ -408,6 +415,8 @@ class HogsProtocol(LdpProtocol):
             "feature_share": p.feature_share,
             "tau": p.tau,
             "steps": p.steps,
+            # Only when on, so the round message (and every stored release) stays as it was.
+            **({"consistency_alpha": p.consistency_alpha} if p.consistency_alpha else {}),
         }
 
     def round_epsilon(self, round_: int) -> float:
@@ -441,12 +450,16 @@ class HogsProtocol(LdpProtocol):
         p = self.params
         n, d = curator.num_nodes, curator.num_features
         reported, observed = adjacency_reports(result.reports, n)
+        sent = None
         if p.public_features:
             if curator.public_features is None:
                 raise ValueError("hogs-edge needs the public features in the curator view")
             x0 = curator.public_features
         else:
-            x0, _ = feature_reports(result.reports, n, d)
+            x0, sent = feature_reports(result.reports, n, d)
+        screening = None
+        if p.consistency_alpha > 0:
+            reported, observed, x0, screening = self._screen(reported, observed, x0, sent)
         rows = FeatureRows(x0)
         steps = 0 if p.public_features else p.steps
         need = min(p.tau, FR_THRESHOLD) if steps > 0 else p.tau
@@ -468,7 +481,34 @@ class HogsProtocol(LdpProtocol):
         stats = dict(topo.stats)
         stats["adjacency_reports"] = int(observed.sum())
         stats["reported_ones"] = int(reported.nnz)
+        if screening is not None:
+            stats["consistency"] = screening.stats
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)
+
+    def _screen(
+        self,
+        reported: sp.csr_matrix,
+        observed: np.ndarray,
+        x0: np.ndarray,
+        sent: np.ndarray | None = None,
+    ) -> tuple:
+        """The reports less the nodes :func:`.consistency.screen` flags (public features are
+        the server's own and are not screened), and the screening."""
+        p = self.params
+        if self.keep_probability(reported.shape[0]) != 1.0:
+            raise ValueError("consistency screening assumes plain RR (every reported 1 kept)")
+        private = not p.public_features
+        found = screen(
+            reported,
+            observed,
+            flip_probability(p.eps_adjacency),
+            p.consistency_alpha,
+            x0 if private else None,
+            onebit_rates(p.eps_features) if private else None,
+            sent if private else None,
+        )
+        reported, observed, x = without(reported, observed, x0 if private else None, found.suspects)
+        return reported, observed, x if private else x0, found
 
     def keep_probability(self, num_nodes: int) -> float:
         """μ, the probability a node keeps each reported 1 after RR: 1 here (every bit is sent);

@@ -56,6 +56,8 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "epsilon_convention": "paper",
     # Every run before the key existed drew its central noise from the run seed.
     "seeded": True,
+    # Sybil screening of HoGS's reports (protocols/ldp/consistency.py): off before it existed.
+    "consistency_alpha": 0.0,
 }
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing

@@ -130,7 +130,8 @@ def test_derived_sets_equal_the_former_hand_lists():
     # Deliberate: every parameter the server alone applies is now a server key, so a sweep
     # reuses one collection for rr's combine, Blink's min_weight, KProp's K, Solitude's lx/ly
     # and LDPGen's generator too (test_server_side_parameters_do_not_change_reports).
-    added = {"combine", "min_weight", "kprop_k", "lx", "ly", "generator"}
+    # HoGS's Sybil screening (consistency_alpha) is server-side too: it filters the reports.
+    added = {"combine", "min_weight", "kprop_k", "lx", "ly", "generator", "consistency_alpha"}
     assert set(SERVER_KEYS) == OLD_SERVER_KEYS | added
 
 
@@ -163,7 +164,13 @@ def test_delta_defaults_to_the_chosen_protocols_own_value():
 
 def test_run_config_passes_and_checks_only_the_chosen_protocols_parameters():
     cfg = RunConfig(protocol="hogs", combine="xor", generator="magic").validate()
-    assert cfg.protocol_params() == {"epsilon": 8.0, "feature_share": 0.1, "tau": 0.5, "steps": 1}
+    assert cfg.protocol_params() == {
+        "epsilon": 8.0,
+        "feature_share": 0.1,
+        "tau": 0.5,
+        "steps": 1,
+        "consistency_alpha": 0.0,
+    }
     assert RunConfig(protocol="none", trust_curator=True).protocol_params() == {}
     with pytest.raises(ConfigError, match="unknown combine 'xor'"):
         RunConfig(protocol="rr", combine="xor").validate()
@@ -249,6 +256,7 @@ assert not bad, bad
     loaded = {m.rsplit(".", 1)[1] for m in eval(out.stdout)}
     # hogs's server-side helpers (numpy and scipy only) come with it.
     helpers = {"assemble", "node_reports", "posterior", "similarity", "reported_pairs"}
+    helpers.add("consistency")  # HoGS's Sybil screening (numpy and scipy)
     assert loaded == {"hogs", "rr"} | helpers, loaded
 
 
