@@ -116,7 +116,7 @@ def _dense_mask(
 ) -> np.ndarray:
     """RR's row as a full-length bool mask, one uniform per column: a 1 survives (u >= p), a
     0 flips (u < p). The true row is scattered into a zero mask and XORed in (one plain
-    scatter of the node's ids, ~1 ns each, then fixed O(length) work), never gathered,
+    scatter of the node's ids, ~3 ns each, then fixed O(length) work), never gathered,
     inverted and scattered back: the only work that depends on the node's degree is that
     scatter, below what the timing audit can see (``timing-rr``)."""
     bits = rng.random(length) < p
