@@ -13,7 +13,9 @@ node comes from the node's side, never from the server's message (see
   ``ledger-witness`` (its witness, a second place; default
   ``$XDG_CONFIG_HOME/ldpgraph/ledger-witness``), both outside the partition's directory
   (:mod:`ldpgraph.client.ledger`), and, for tests only, ``seed``; without it every request
-  draws fresh OS entropy.
+  draws fresh OS entropy. Its client step runs inside
+  :func:`~ldpgraph.protocols.mechanisms.constant_work`: its reply time does not depend on its
+  data or noise beyond the public sizes.
 - **Simulation** (no ``data-file``): the harness plays every node; it writes each simulated
   node's settings (budget, consent, reproducible seed) beside the node data it serves, and the
   ledger lives in the run directory.
@@ -37,6 +39,7 @@ import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
+from ldpgraph.protocols.mechanisms import CONSTANT_WORK, SPARSE, constant_work
 from ldpgraph.protocols.messages import HELLO, MessageError, RoundMessage
 from ldpgraph.protocols.registry import protocol_from_config
 from ldpgraph.protocols.reports import (
@@ -217,7 +220,11 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
         log.warning("refusing a malformed request: %s", exc)
         return _refusals(host.nodes)
     if message.op == HELLO:
-        hosts = {"nodes": np.asarray(host.nodes, "<i4").tobytes(), "unit": host.settings.unit}
+        hosts = {
+            "nodes": np.asarray(host.nodes, "<i4").tobytes(),
+            "unit": host.settings.unit,
+            "sampling": CONSTANT_WORK if host.deployed else SPARSE,
+        }
         return {HOSTS_RECORD: ConfigRecord(hosts)}
     round_ = message.round
     assert round_ is not None  # a parsed report request names its round
@@ -243,9 +250,12 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     records = _refusals(list(refused))
     for node in admitted:
         try:
-            report = protocol.client_step(
-                round_, host.store.view(node), values, host.settings.stream_seed()
-            )
+            # A deployed node's reply time is seen by the server: its RR rows are drawn in
+            # constant work. The simulation keeps the sparse rows (no one times a reply).
+            with constant_work(host.deployed):
+                report = protocol.client_step(
+                    round_, host.store.view(node), values, host.settings.stream_seed()
+                )
         except Exception as exc:  # the charge stays spent: fail closed
             log.warning("node %d refuses round %d: %s", node, round_, exc)
             records.update(_refusals([node]))

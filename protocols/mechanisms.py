@@ -10,6 +10,9 @@ import path.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +35,33 @@ def flip_probability(epsilon: float) -> float:
 #: From this flip probability on (ε ≤ ln 9 ≈ 2.2) a row is perturbed bit by bit, one uniform
 #: per column: about p·length flips would each cost more than a uniform does.
 DENSE_FLIP = 0.1
+
+#: Whether the rows drawn in this context are drawn in constant work (:func:`constant_work`).
+_CONSTANT_WORK: ContextVar[bool] = ContextVar("ldpgraph_constant_work", default=False)
+
+#: What a node states it ran (the record's ``node_sampling``).
+CONSTANT_WORK = "constant-work"
+SPARSE = "sparse"
+
+
+@contextmanager
+def constant_work(enabled: bool = True) -> Iterator[None]:
+    """Draw every RR row in this context in constant work: one uniform per column (and, for
+    asymmetric RR, one keep uniform per column), whatever ε, so the time a node takes to
+    answer does not depend on its degree or on how many bits flipped. A deployed node runs
+    its client step inside it (its reply time is seen by the server); the simulation, where
+    the harness plays every node and no one times a reply, keeps the O(deg + p·n) sparse
+    path and its reports. The law is the same either way (independent flips)."""
+    token = _CONSTANT_WORK.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _CONSTANT_WORK.reset(token)
+
+
+def constant_work_enabled() -> bool:
+    """Whether :func:`constant_work` is on in this context."""
+    return _CONSTANT_WORK.get()
 
 
 @dataclass(frozen=True)
@@ -68,25 +98,34 @@ class RandomizedResponse:
         1 − p; the number of zeros that flip is Binomial(#zeros, p) and their positions are
         uniform without replacement among the zeros (:func:`distinct_ranks`). From
         :data:`DENSE_FLIP` on, so many bits flip that one uniform per column is cheaper (and
-        exactly the definition). Returns the sorted int32 ids of the reported 1-bits.
+        exactly the definition). Inside :func:`constant_work` (a deployed node) every ε takes
+        that dense path, whose work does not depend on the node's noise or, beyond one O(deg)
+        scatter, on its degree. Returns the sorted int32 ids of the reported 1-bits.
         """
         ones = np.asarray(ones, dtype=np.int64)
         if exclude is not None:
             ones = ones[ones != exclude]
         p = self.p
-        if p >= DENSE_FLIP:
-            # Dense rows: one uniform per column; a 1 survives (u >= p), a 0 flips (u < p).
-            # The true row is scattered into a full-length mask and XORed in (one plain
-            # scatter per neighbour, then fixed O(length) work), not gathered, inverted and
-            # scattered back: less work that depends on the node's degree (timing audit).
-            bits = rng.random(length) < p
-            row = np.zeros(length, dtype=bool)
-            row[ones] = True
-            bits ^= row
-            if exclude is not None:
-                bits[exclude] = False
-            return np.flatnonzero(bits).astype(np.int32)
+        if p >= DENSE_FLIP or _CONSTANT_WORK.get():
+            return np.flatnonzero(_dense_mask(ones, length, rng, exclude, p)).astype(np.int32)
         return _sparse_row(ones, length, rng, exclude, p)
+
+
+def _dense_mask(
+    ones: np.ndarray, length: int, rng: np.random.Generator, exclude: int | None, p: float
+) -> np.ndarray:
+    """RR's row as a full-length bool mask, one uniform per column: a 1 survives (u >= p), a
+    0 flips (u < p). The true row is scattered into a zero mask and XORed in (one plain
+    scatter of the node's ids, ~3 ns each, then fixed O(length) work), never gathered,
+    inverted and scattered back: the only work that depends on the node's degree is that
+    scatter, below what the timing audit can see (``timing-rr``)."""
+    bits = rng.random(length) < p
+    row = np.zeros(length, dtype=bool)
+    row[ones] = True
+    bits ^= row
+    if exclude is not None:
+        bits[exclude] = False
+    return bits
 
 
 def _sparse_row(
@@ -251,9 +290,21 @@ class AsymmetricRR:
         subset is). The law is RR's followed by :func:`keep_each` (tests hold both to
         (1−p)·μ and p·μ); the flipped zeros a node drops are never drawn, which is what lets
         10^7 nodes report at μ ≈ 0.015. From DENSE_FLIP on: RR's row, then :func:`keep_each`.
+        Inside :func:`constant_work` (a deployed node): RR's dense row and one keep uniform per
+        column, O(length) whatever the node's degree and noise.
         """
         keep_rng = rng if keep_rng is None else keep_rng
         rr = RandomizedResponse(self.epsilon)
+        if _CONSTANT_WORK.get():
+            # Constant work (a deployed node): RR's dense row, then one keep uniform per
+            # column (not per reported 1: how many RR reported is secret). μ is public.
+            ones = np.asarray(ones, dtype=np.int64)
+            if exclude is not None:
+                ones = ones[ones != exclude]
+            bits = _dense_mask(ones, length, rng, exclude, rr.p)
+            if self.mu < 1.0:
+                bits &= keep_rng.random(length) < self.mu
+            return np.flatnonzero(bits).astype(np.int32)
         if self.mu == 1.0 or rr.p >= DENSE_FLIP:
             return keep_each(rr.perturb_row(ones, length, rng, exclude), self.mu, keep_rng)
         ones = np.asarray(ones, dtype=np.int64)

@@ -96,6 +96,9 @@ class GridCollector:
         #: How many hosted nodes count their budget in each unit, as their SuperNode's hello
         #: states it ("unstated" when it does not say, or says something unknown).
         self.units: dict[str, int] = {}
+        #: How many hosted nodes draw their rows in each way (``constant-work``: a deployed
+        #: node, ``sparse``: a simulated one), as their hello states it.
+        self.sampling: dict[str, int] = {}
         self.manifest = manifest
         self.hello_stats = HelloStats()
         self.where: dict[str, Any] = {}  # the hello's where-values, added to every round
@@ -185,6 +188,7 @@ class GridCollector:
         hello = RoundMessage.hello(where)
         self.where = dict(hello.where)
         self.units = {}
+        self.sampling = {}
         supernodes = self.wait_for_supernodes()
         # The first exchange also waits for the engine to start its workers (Ray: seconds), so
         # it gets the connection timeout on top of a round's.
@@ -193,6 +197,7 @@ class GridCollector:
         )
         claims: dict[int, np.ndarray | None] = {}
         stated: dict[int, str] = {}  # the budget unit each SuperNode's hello states
+        sampling: dict[int, str] = {}  # how its nodes draw their rows, as it states it
         for sid in supernodes:
             reply = replies.get(sid)
             if (
@@ -209,6 +214,8 @@ class GridCollector:
                 log.warning("SuperNode %s sent a malformed host list", sid)
             unit = reply.content.config_records[HOSTS_RECORD].get("unit")
             stated[sid] = unit if unit in ("per-bit", "per-vector") else "unstated"
+            how = reply.content.config_records[HOSTS_RECORD].get("sampling")
+            sampling[sid] = how if how in ("constant-work", "sparse") else "unstated"
         keys = self.supernode_keys(claims) if self.manifest is not None else None
         hosts, self.hello_stats = grant_claims(claims, self.num_nodes, self.manifest, keys)
         for reason, count in self.hello_stats.reasons.items():
@@ -216,6 +223,8 @@ class GridCollector:
         for sid, ids in hosts.items():  # the units of the nodes actually granted
             unit = stated.get(sid, "unstated")
             self.units[unit] = self.units.get(unit, 0) + int(len(ids))
+            how = sampling.get(sid, "unstated")
+            self.sampling[how] = self.sampling.get(how, 0) + int(len(ids))
         self.hosts = hosts
         return hosts
 

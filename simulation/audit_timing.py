@@ -188,18 +188,23 @@ TIMED_ROW_LENGTH = 256
 TIMED_ROWS = (tuple(range(10, 90, 10)), tuple(range(10, 100, 10)))
 
 
-def rr_trial(eps: float) -> TimedTrial:
-    """One node's RR row, as ``noisy_row`` draws it: ``RandomizedResponse.perturb_row``; the
-    statistic is the differing bit and the number of reported 1s (both public)."""
+def rr_trial(eps: float, deployed: bool = True) -> TimedTrial:
+    """One node's RR row, as ``noisy_row`` draws it: ``RandomizedResponse.perturb_row``, inside
+    :func:`~ldpgraph.protocols.mechanisms.constant_work` as a deployed node's client step runs
+    it; the statistic is the differing bit and the number of reported 1s (both public).
+    ``deployed=False`` times the simulation's sparse path instead (below DENSE_FLIP its work
+    grows with the degree and with the flips): the planted variant the row must fail at
+    ε = 8."""
     from ldpgraph.protocols.accounting import bit_part
-    from ldpgraph.protocols.mechanisms import RandomizedResponse
+    from ldpgraph.protocols.mechanisms import RandomizedResponse, constant_work
 
     mech = RandomizedResponse(eps)
     rows = tuple(np.asarray(r, dtype=np.int64) for r in TIMED_ROWS)
     extra = TIMED_ROWS[1][-1]
 
     def call(which: int, rng: np.random.Generator) -> np.ndarray:
-        return mech.perturb_row(rows[which], TIMED_ROW_LENGTH, rng, exclude=0)
+        with constant_work(deployed):
+            return mech.perturb_row(rows[which], TIMED_ROW_LENGTH, rng, exclude=0)
 
     def stat(out: np.ndarray) -> int:
         return 2 * min(int(out.shape[0]), 40) + int(np.any(out == extra))
@@ -229,7 +234,7 @@ def register_all() -> None:
     register(
         Auditable(
             "timing-rr",
-            "output and wall-clock time of a node's RR row (perturb_row)",
+            "output and wall-clock time of a deployed node's RR row (perturb_row, constant work)",
             rr_trial,
             run=audit_timed,
             scale=TIMING_SCALE,

@@ -133,6 +133,9 @@ def release_over_grid(
         "node_units": (
             {config.node_settings().unit: n} if graph is not None else dict(collector.units)
         ),
+        # How the nodes drew their rows, as their hellos state it (a deployed node: in
+        # constant work; a simulated one: sparse, no one times its reply).
+        "node_sampling": dict(collector.sampling),
         "nodes_per_client": k,
         "supernodes": len(collector.hosts),
         "hello": collector.hello_stats.to_dict(),

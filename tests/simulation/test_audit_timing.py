@@ -14,6 +14,7 @@ from ldpgraph.simulation.audit_timing import (
     TimedTrial,
     audit_timed,
     degree_trial,
+    rr_trial,
 )
 
 
@@ -47,6 +48,23 @@ def test_the_statistic_is_the_output_bound_without_a_clock_leak():
 def test_timing_needs_enough_draws():
     with pytest.raises(ValueError, match="200"):
         audit_timed(degree_trial(1.0), 10, np.random.default_rng(0), 0.05, lambda n: None)
+
+
+@pytest.mark.slow
+def test_a_deployed_nodes_rr_row_passes_where_the_sparse_row_fails():
+    """ε = 8, 1.5·10^5 pairs (the audit's size): the simulation's sparse row (its work grows
+    with the degree and with the flipped zeros) fails by a wide margin (ε_lb ≈ 9.3, on an event
+    of output and time), the constant-work row a deployed node draws passes. Robust on a
+    loaded machine: the sparse row's event has no hit at all on one input, and at ε = 8 the
+    output alone cannot give more than ≈ 7.8 from this many pairs (its rare event has few
+    hits), so load cannot push the constant-work row over 8.1."""
+    sparse = rr_trial(8.0, deployed=False)
+    got = audit_timed(sparse, 150_000, np.random.default_rng(1), 0.01, lambda n: None)
+    assert not got["passed"] and got["epsilon_lower_bound"] > 8.0 + 0.5, got
+    assert "T " in got["event"], got
+    node = rr_trial(8.0)
+    got = audit_timed(node, 150_000, np.random.default_rng(1), 0.01, lambda n: None)
+    assert got["passed"] and got["epsilon_lower_bound"] <= 8.0 + TIMING_TOLERANCE, got
 
 
 @pytest.mark.slow

@@ -249,6 +249,7 @@ def test_deployed_hogs_uses_node_entropy_and_ledgers(fed):
     assert hello["binding"].startswith("manifest")
     assert collection["node_randomness"].startswith("node-owned")
     assert collection["node_units"] == {"per-bit": 90}  # as each SuperNode's hello states it
+    assert collection["node_sampling"] == {"constant-work": 90}  # deployed: no timing channel
     assert record["fingerprint"] != sim["fingerprint"]
     # Same graph, same ε: the releases' sizes agree in distribution, not in bytes.
     edges = record["graph"]["synthetic"]["edges"], sim["graph"]["synthetic"]["edges"]

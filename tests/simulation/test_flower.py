@@ -41,6 +41,9 @@ def test_flower_reports_equal_local(protocol, k):
     local = release_with("local", graph, cfg)
     fl = release_with("flower", graph, cfg)
     assert fl.fingerprint() == local.fingerprint()
+    # Simulated nodes keep the sparse rows (their hellos say so), as the local backend does.
+    assert fl.stats["collection"]["node_sampling"] == {"sparse": 60}
+    assert local.stats["collection"]["node_sampling"] == {"sparse": 60}
     rounds = fl.stats["collection"]["rounds"]
     assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
     assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
