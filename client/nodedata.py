@@ -42,9 +42,9 @@ class NodeStore:
             raise NodeDataError(f"no node data at {self.path} (missing meta.json)")
         try:
             meta = json.loads(meta_file.read_text())
-        except json.JSONDecodeError as exc:
-            raise NodeDataError(f"corrupt {meta_file}: {exc}") from None
-        if meta.get("format") != FORMAT:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+            raise NodeDataError(f"unreadable {meta_file}: {exc}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise NodeDataError(f"{self.path} is not an ldpgraph node store")
         if meta.get("version") != VERSION:
             raise NodeDataError(

@@ -144,6 +144,8 @@ NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
 def _finite_only(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return _finite_only(value.tolist())
     if isinstance(value, dict):
         return {k: _finite_only(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

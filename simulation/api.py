@@ -38,9 +38,9 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The record, exactly as ``ldpgraph run --json`` prints it (JSON-safe values)."""
-        from ldpgraph.server.record import json_default
+        from ldpgraph.server.record import to_json
 
-        return json.loads(json.dumps(self.record, default=json_default))
+        return json.loads(to_json(self.record))
 
     @property
     def accuracy(self) -> float | None:
@@ -143,7 +143,9 @@ def release(
         {
             "protocol": protocol,
             "epsilon": epsilon,
-            "seed": seed if seeded else secrets.randbits(31),
+            # Unseeded: a 63-bit seed from OS entropy, written nowhere (the nodes' streams
+            # derive from it: a short one could be searched).
+            "seed": seed if seeded else secrets.randbits(63),
             "seeded": seeded,
             "backend": "local",
             "metrics": "none",

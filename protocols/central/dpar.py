@@ -139,8 +139,9 @@ class SgdPlan:
 
 
 class DparModel:
-    """The released predictor: θ (``weights``) and the class of every node from Eq. 4 on the
-    inference graph (non-training nodes that uploaded; training nodes: f_θ(x_v) alone)."""
+    """The released predictor: θ (``weights``) and the class of every non-training node from
+    Eq. 4 on the inference graph (non-training nodes that uploaded). A training node's class
+    would be f_θ(x_v), a function of its own raw features: it is not released (``-1``)."""
 
     def __init__(self, weights: dict[str, np.ndarray], labels: np.ndarray) -> None:
         self.weights = weights
@@ -212,8 +213,8 @@ class Dpar(CentralStrategy):
         budgets = self.budgets()
         if budgets is not None and budgets.delta_raw >= 1.0:
             raise ProtocolParameterError(
-                f"delta/q_prime = {budgets.delta_raw:.3g} must be below 1 (δ is stated after "
-                "the q′ amplification)"
+                f"delta/q_prime = {budgets.delta_raw:.3g} must be below 1 (the paper's "
+                "convention states δ after its q′ amplification)"
             )
 
     @classmethod
@@ -235,8 +236,14 @@ class Dpar(CentralStrategy):
 
     @property
     def amplify(self) -> bool:
-        """Poisson (Bernoulli) slot sampling: the q′ amplification holds."""
-        return self.p["node_sampling"] == "bernoulli"
+        """Whether the headline may claim the q′ subsample's amplification ln(1 + q′(e^ε − 1)).
+        It may not: amplification by subsampling (Balle, Barthe, Gaboardi 2018, Thm. 8) needs
+        the run without node j's slot to have the law of the world without j, but the run keeps
+        an absent slot as an isolated vertex (N, q, T, the seeds and the top-K candidates are
+        drawn over the kept slots), so whether j's slot was kept is visible in the release.
+        Only δ shrinks by q′ from that structure; the headline takes neither
+        (docs/privacy/dpar.md)."""
+        return False
 
     @property
     def capped(self) -> bool:
@@ -447,7 +454,11 @@ class Dpar(CentralStrategy):
         # with no edge at all (a self-loop: Eq. 4 returns f_θ(x_v)).
         test_side = sp.diags((~is_train).astype(float)) @ inductive
         scores = power_iteration(with_self_loops(test_side), logits, p["ppr_alpha"], steps_p)
-        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, scores.argmax(1))
+        # A training node's f_θ(x_v) is a function of its own raw features, not of θ alone:
+        # it is not released (-1, "no prediction"); the release is θ and the non-training
+        # nodes' classes.
+        released = np.where(is_train, -1, scores.argmax(1))
+        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
         report = self.privacy_report(graph.num_features, noise=noise, plan=plan)
         stats = {
             "training_nodes": int(present.sum()),

@@ -70,7 +70,10 @@ def column_rows(pi: sp.spmatrix, own: np.ndarray) -> np.ndarray:
     coo = sp.coo_matrix(pi)
     nonzero = coo.data != 0
     other = nonzero & (coo.row != own[coo.col])
-    return np.bincount(coo.col[other], minlength=pi.shape[1]) + (own >= 0)
+    # Every column counts one row more, own row or not: removing a column that no row owns
+    # leaves its readers present with x_j zeroed, which a leg of the triangle bound must
+    # count as moved too (the D rows it reads are changed, not removed).
+    return np.bincount(coo.col[other], minlength=pi.shape[1]) + 1
 
 
 def cap_column_rows(pi: sp.spmatrix, own: np.ndarray, d_max: int) -> sp.csr_matrix:

@@ -486,6 +486,8 @@ class LdpGenProtocol(LdpProtocol):
     def check_request(self, round_: int, message: Mapping[str, Any], num_nodes: int) -> None:
         """Round 0's public seed of ξ0, round 1's k1 and ξ1, checked on the message alone."""
         if round_ == 0:
+            if MSG_P0 not in message:  # never a node's own seed in its place
+                raise ValueError(f"round 0 names no public seed of ξ0 ({MSG_P0})")
             _round0_seed(message, 0)
         elif round_ == 1:
             _round1_groups(message, num_nodes)

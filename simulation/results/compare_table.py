@@ -76,7 +76,7 @@ def _eps_cell(values: list[float] | None) -> str:
     """A run's ε: ∞ where any run of the cell has no proven bound (never averaged away)."""
     if values and any(math.isinf(v) for v in values):
         return "∞" if all(math.isinf(v) for v in values) else "∞ (some runs)"
-    return _fmt(values, 3)
+    return _fmt([max(values)], 3) if values else _fmt(values, 3)  # the worst run's bound
 
 
 def comparison_cells(rows: Iterable[dict[str, Any]]) -> dict[str, dict[tuple, dict]]:

@@ -687,8 +687,8 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
         spent = ""
         if r.get("collections"):
             spent = (
-                f"  ε spent per node: {r['node_epsilon_spent']:g} over {r['collections']} "
-                "collections"
+                f"  ε asked of each node: {r['node_epsilon_spent']:g} summed over "
+                f"{r['collections']} collections (the proven figures: each run's privacy)"
             )
         lines.append(f"{r['cell']:<{width}}  {score}  test {test}  [{best}]{spent}")
     if any(r.get("collections", 0) > 1 for r in summary):
