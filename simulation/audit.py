@@ -732,15 +732,3 @@ def format_table(rows: Sequence[AuditRow]) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def _register_node_rows() -> None:
-    """The node audit's rows (:mod:`.audit_node`, :mod:`.audit_timing`), after the above."""
-    from .audit_node import register_all
-    from .audit_timing import register_all as register_timing
-
-    register_all()
-    register_timing()
-
-
-_register_node_rows()

@@ -49,6 +49,7 @@ import numpy as np
 
 from .audit import TOLERANCE
 from .audit_central_stats import best_bound, ceiling
+from .audit_central_types import CentralCase, World
 
 DEFAULT_ALPHA = 0.05
 #: ``<name>-planted`` names a row's planted variant as a row of its own (it must FAIL).
@@ -60,43 +61,6 @@ PASS, FAIL, INCONCLUSIVE, NO_CLAIM, NOT_APPLICABLE = (
 
 
 # --------------------------------------------------------------------------- cases
-
-
-@dataclass(frozen=True)
-class World:
-    """One neighbouring dataset: the uploaded graph and the curator's view of it."""
-
-    graph: Any  # UploadedGraph
-    curator: Any  # CuratorView
-
-
-@dataclass(frozen=True)
-class CentralCase:
-    """One row: a strategy at audit settings, its neighbouring pair and its statistic.
-
-    ``planted`` are the parameters of the under-stating variant (run by the same registered
-    name unless ``planted_protocol`` names another); its claim is the honest one. ``skip``
-    makes the row N/A with that reason, before anything runs; ``claim_only`` reads the claim
-    (∞: NO CLAIM) and reports a finite one INCONCLUSIVE with that reason.
-    """
-
-    name: str
-    protocol: str
-    params: dict[str, Any]
-    planted: dict[str, Any]
-    planted_what: str
-    neighbours: str
-    statistic_text: str
-    worlds: Callable[[], tuple[World, World]]
-    statistic: Callable[[Any], float]
-    draws: int
-    planted_protocol: str | None = None
-    skip: str | None = None
-    #: A finite claim is reported INCONCLUSIVE with this reason instead of being audited.
-    claim_only: str | None = None
-    #: (protocol, params) whose headline the row claims instead of its own: a planted row
-    #: (:func:`planted_row`) runs the under-stating variant and claims the honest headline.
-    claims_as: tuple[str, dict[str, Any]] | None = None
 
 
 def planted_row(case: CentralCase) -> CentralCase:

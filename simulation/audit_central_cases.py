@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .audit_central import CentralCase, World
+from .audit_central_types import CentralCase, World
 
 
 def _curator(n: int, d: int, labels: np.ndarray | None = None, train=None, val=None, ptr=None):

@@ -271,7 +271,7 @@ def _ldpgen_vector(eps: float):
 
 
 def register_all() -> None:
-    """Add the node rows to the audit's registry (called by :mod:`.audit` on import)."""
+    """Add the node rows to the audit's registry (:mod:`.audit_rows` calls it once)."""
     from .audit import Auditable, register
 
     rows = [

@@ -219,7 +219,7 @@ def rr_trial(eps: float, deployed: bool = True) -> TimedTrial:
 
 
 def register_all() -> None:
-    """Add the timing rows to the audit's registry (called by :mod:`.audit` on import)."""
+    """Add the timing rows to the audit's registry (:mod:`.audit_rows` calls it once)."""
     from .audit import Auditable, register
 
     register(

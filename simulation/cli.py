@@ -461,7 +461,8 @@ Rows that make one node call per draw use 0.1·DRAWS."""
 
 
 def _add_audit(sub: argparse._SubParsersAction) -> None:
-    from .audit import AUDITS, DEFAULT_ALPHA, DEFAULT_DRAWS, DEFAULT_EPSILONS
+    from .audit import DEFAULT_ALPHA, DEFAULT_DRAWS, DEFAULT_EPSILONS
+    from .audit_rows import AUDITS
 
     p = sub.add_parser(
         "audit",
@@ -948,8 +949,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import AUDITS, DEFAULT_EPSILONS, format_table, run_audit
+    from .audit import DEFAULT_EPSILONS, format_table, run_audit
     from .audit_central import main_central
+    from .audit_rows import AUDITS
 
     if args.central is not None:
         return main_central(args.central, args.alpha, args.central_draws, args.json, args.quiet)

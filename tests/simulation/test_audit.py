@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
+import ldpgraph.simulation.audit_rows  # noqa: F401  (registers the node audit's rows)
 from ldpgraph.protocols.mechanisms import RandomizedResponse, flip_probability
 from ldpgraph.protocols.multibit import MultiBit
 from ldpgraph.simulation import audit, cli

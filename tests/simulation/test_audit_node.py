@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ldpgraph.simulation.audit_rows  # noqa: F401  (registers the node audit's rows)
 from ldpgraph.protocols import laplace, mechanisms
 from ldpgraph.simulation import audit_planted
 from ldpgraph.simulation.audit import AUDITS, run_audit

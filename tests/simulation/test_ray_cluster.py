@@ -429,7 +429,7 @@ def test_cluster_config_is_valid_for_ray_up() -> None:
     assert config["provider"]["head_ip"] == "HEAD_IP"
     assert config["provider"]["worker_ips"] and "SSH_USER" in raw
     setup = " ".join(config["setup_commands"])
-    assert "-c constraints.txt -e ." in setup
+    assert '-c constraints.txt -e ".[ray,flower]"' in setup
     head_cmd = " ".join(config["head_start_ray_commands"])
     worker_cmd = " ".join(config["worker_start_ray_commands"])
     assert "ray start --head --port=6379" in head_cmd and "--disable-usage-stats" in head_cmd
