@@ -110,11 +110,15 @@ class GridCollector:
             if self.abort.is_set():
                 raise CollectionError("collection aborted")
             ids = sorted(self.grid.get_node_ids())
-            if len(ids) >= self.expected:
+            # With a manifest only the SuperNodes whose keys it names count towards the
+            # expected number: an unknown SuperNode (an impostor) cannot stand in for a bound
+            # one that is missing (every connected one still gets the hello).
+            bound = self._bound(ids) if self.manifest is not None else len(ids)
+            if bound >= self.expected:
                 return ids
             if time.monotonic() > deadline:
                 raise CollectionError(
-                    f"only {len(ids)} of {self.expected} SuperNodes connected within "
+                    f"only {bound} of {self.expected} SuperNodes connected within "
                     f"{self.wait_timeout:g} s; check that they are running and can reach the "
                     "SuperLink"
                 )
@@ -166,6 +170,12 @@ class GridCollector:
             if pending:
                 time.sleep(0.02)
         return out
+
+    def _bound(self, ids: list[int]) -> int:
+        """How many of the SuperNodes ``ids`` hold a key the manifest binds node files to."""
+        assert self.manifest is not None
+        named = set(self.manifest.keys)
+        return sum(1 for key in self.supernode_keys(ids).values() if key in named)
 
     def supernode_keys(self, supernodes: Any) -> dict[int, str | None]:
         """The fingerprint of each SuperNode's authenticated key, as the SuperLink knows it

@@ -154,7 +154,7 @@ def test_a_supernode_claiming_anothers_ids_gets_none(deployment, rogue_first):
     pems[99] = keys[3][1]
     order = [99, 10, 11, 12] if rogue_first else [10, 11, 12, 99]
     grid = FakeGrid({sid: handlers[sid] for sid in order}, pems)
-    col = GridCollector(grid, N, 4, wait_timeout=5, round_timeout=5, manifest=curator.manifest)
+    col = GridCollector(grid, N, 3, wait_timeout=5, round_timeout=5, manifest=curator.manifest)
     hosts = col.discover({"data": "", "nodes-per-client": BLOCK, "num-nodes": N,
                           "partition": curator.partition})  # fmt: skip
     assert 99 not in hosts
@@ -228,3 +228,21 @@ def test_a_deployment_without_a_manifest_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="--supernode-keys"):
         release_over_grid(None, make_protocol("hogs", epsilon=1.0), None, None, RunConfig(),
                           tmp_path, supernodes=1)  # fmt: skip
+
+
+def test_an_unbound_supernode_does_not_count_towards_the_expected_ones(deployment):
+    """Three bound SuperNodes are expected; two of them and an impostor connect: the server
+    keeps waiting for the third (and says so), instead of starting with the impostor."""
+    from ldpgraph.server.collector import CollectionError
+
+    root, keys = deployment
+    part = root / "part"
+    curator = load_curator(part)
+    handlers = {10: honest(part, 0), 11: honest(part, 1), 99: rogue(np.arange(10))}
+    pems = {10: keys[0][1], 11: keys[1][1], 99: keys[3][1]}
+    col = GridCollector(
+        FakeGrid(handlers, pems), N, 3, wait_timeout=0.5, round_timeout=5,
+        manifest=curator.manifest,
+    )  # fmt: skip
+    with pytest.raises(CollectionError, match="only 2 of 3 SuperNodes connected"):
+        col.wait_for_supernodes(poll=0.05)
