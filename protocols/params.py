@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -95,3 +95,51 @@ class Param:
         raise ProtocolParameterError(
             f"{key} must be of type {self.type.__name__} for protocol {protocol!r}, got {value!r}"
         )
+
+
+class Params(Mapping[str, Any]):
+    """A protocol's checked parameters, read by attribute (``p.epsilon``): what a protocol holds
+    instead of a dict it looks keys up in, so a misspelt name fails at the line that reads it
+    (``AttributeError`` naming the declared ones) rather than as a ``KeyError`` deep in a
+    release. Read-only; :meth:`replace` gives a changed copy. Still a ``Mapping`` (``**p``,
+    ``dict(p)``, ``p["epsilon"]``) for code that passes parameters on."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any] | None = None, **more: Any) -> None:
+        object.__setattr__(self, "_values", {**(values or {}), **more})
+
+    def __getattr__(self, name: str) -> Any:
+        values = object.__getattribute__(self, "_values")
+        try:
+            return values[name]
+        except KeyError:
+            raise AttributeError(
+                f"no parameter {name!r}{did_you_mean(name, values)}; declared: "
+                + (", ".join(values) or "none")
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("parameters are read-only; use .replace(name=value)")
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Params({self._values!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Params, (self._values,))
+
+    def replace(self, **changes: Any) -> Params:
+        """A copy with ``changes`` applied; a name not declared here is an error."""
+        for name in changes:
+            if name not in self._values:
+                raise AttributeError(f"no parameter {name!r}{did_you_mean(name, self._values)}")
+        return Params({**self._values, **changes})

@@ -9,7 +9,6 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,7 +17,16 @@ from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
 from ldpgraph.server.record import json_default, summary, to_json
 
-from .config import SECTIONS, ConfigError, RunConfig, key_choices, key_help, section_of
+from .config import (
+    SECTIONS,
+    ConfigError,
+    RunConfig,
+    key_choices,
+    key_default,
+    key_help,
+    key_names,
+    section_of,
+)
 from .extras import MissingExtraError, missing_extra_hint, require_extra
 
 
@@ -175,24 +183,24 @@ def _add_run(sub: argparse._SubParsersAction, protocol: str | None = None) -> No
                 "protocol parameters of the central-DP strategies (node-level (ε, δ); DPAR)"
             )
     central_keys = central_only_parameters()
-    for f in fields(RunConfig):
-        if section_of(f.name) == "protocol" and f.name not in own:
+    for name in key_names():
+        if section_of(name) == "protocol" and name not in own:
             continue
-        flag = "--" + f.name.replace("_", "-")
-        default = getattr(defaults, f.name)
+        flag = "--" + name.replace("_", "-")
+        default = key_default(name)
         extra: dict[str, Any] = {}
-        if key_choices(f.name):
-            extra["choices"] = key_choices(f.name)
+        if key_choices(name):
+            extra["choices"] = key_choices(name)
         if type(default) is bool:
             extra["action"] = BoolFlag
         else:
             extra["type"] = type(default)
-        help_ = params.get(f.name) or key_help(f.name)
-        if f.name == "metrics":
+        help_ = params.get(name) or key_help(name)
+        if name == "metrics":
             help_ += ": " + ", ".join(metric_names())
-        group = central if f.name in central_keys else groups[section_of(f.name)]
-        if f.name in _UNSET_UNLESS_GIVEN:  # whether the user gave it decides `seeded`
-            help_ += " (default: 0)" if f.name == "seed" else " (default: true iff --seed is given)"
+        group = central if name in central_keys else groups[section_of(name)]
+        if name in _UNSET_UNLESS_GIVEN:  # whether the user gave it decides `seeded`
+            help_ += " (default: 0)" if name == "seed" else " (default: true iff --seed is given)"
             default = argparse.SUPPRESS
         group.add_argument(flag, default=default, help=help_, **extra)
     groups["data"].add_argument(
@@ -565,7 +573,7 @@ _UNSET_UNLESS_GIVEN = ("seed", "seeded")
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
     # Flags exist for the chosen protocol's parameters only: the others keep their defaults
     # (absent from the namespace, so left out here).
-    values = {f.name: getattr(args, f.name) for f in fields(RunConfig) if hasattr(args, f.name)}
+    values = {name: getattr(args, name) for name in key_names() if hasattr(args, name)}
     for name in _UNSET_UNLESS_GIVEN:
         values.setdefault(name, None)
     # A central release is replayable only when the user asked for it: --seed given (or
@@ -838,7 +846,7 @@ def cmd_protocols(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    keys = {f.name for f in fields(RunConfig)}
+    keys = set(key_names())
     for r in rows:
         rounds = f", {r['rounds']} rounds" if r["rounds"] != 1 else ""
         features = ", public features" if r["public_features"] else ""

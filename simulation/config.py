@@ -673,6 +673,18 @@ class RunConfig:
         return cls(**kwargs).validate()
 
 
+def key_names() -> tuple[str, ...]:
+    """Every configuration key (underscore form), in schema order. Callers list keys through
+    this (and :func:`key_default`, :func:`section_of`, :func:`key_help`, :func:`key_choices`),
+    never through the dataclass's fields: how keys are declared is this module's business."""
+    return tuple(_FIELDS)
+
+
+def key_default(name: str) -> Any:
+    """The default of configuration key ``name`` (either spelling)."""
+    return getattr(_DEFAULTS, name.replace("-", "_"))
+
+
 def section_of(name: str) -> str:
     """The section of configuration key ``name`` (either spelling)."""
     return _FIELDS[name.replace("-", "_")].metadata["section"]
@@ -741,3 +753,4 @@ def _finite_positive(name: str, value: float) -> None:
 
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
+_DEFAULTS = RunConfig()

@@ -50,11 +50,11 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import MODELS, SECTIONS, ConfigError, RunConfig, flatten_sections
+from ..config import MODELS, SECTIONS, ConfigError, RunConfig, flatten_sections, key_names
 
 TOP_KEYS = {
     "name",
@@ -77,7 +77,6 @@ TOP_KEYS = {
 CELL_KEYS = {"dataset", "protocol", "model", "epsilon", "seed"}
 #: The seed of final run i is ``seed + FINAL_SEED_OFFSET + i``.
 FINAL_SEED_OFFSET = 1000
-_FIELDS = {f.name: f for f in fields(RunConfig)}
 
 
 class ExperimentError(ConfigError):
@@ -206,7 +205,7 @@ def _check_value(path: str, where: str, key: str, value: Any) -> Any:
     """Coerce one RunConfig value to its field's type (the combined configuration is checked by
     RunConfig.validate later, in :func:`_check_cells`)."""
     name = _key(key)
-    if name not in _FIELDS:
+    if name not in key_names():
         raise _fail(path, where, f"unknown key {key!r} (not a run configuration key)")
     kind = type(getattr(RunConfig(), name))
     ok = isinstance(value, bool) if kind is bool else not isinstance(value, bool)

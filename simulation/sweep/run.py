@@ -40,7 +40,7 @@ from typing import Any
 
 from ldpgraph.protocols.registry import server_side_keys
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, key_names
 from .experiment import FINAL_SEED_OFFSET, Cell, Experiment, Grid
 
 #: Keys that only change the training, not the release.
@@ -58,7 +58,7 @@ TRAIN_KEYS = (
 )
 #: Keys used only by the server's reconstruction of a one-round protocol (τ, l, …): the same
 #: reports serve every value. The parameters the protocols declare ``server_side``.
-SERVER_KEYS = tuple(k for k in server_side_keys() if k in RunConfig.__dataclass_fields__)
+SERVER_KEYS = tuple(k for k in server_side_keys() if k in key_names())
 PHASES = ("search", "final")
 #: Seconds per training of 300 epochs on Cora, one thread (for --dry-run estimates), scaled
 #: by epochs and by the size of the first layer's input (nodes × features) relative to Cora.
