@@ -170,3 +170,29 @@ def test_ci_runs_the_readmes_test_command():
     assert first == [["make", "run"], ["make", "test"]], first
     ci = [line.split("#")[0].strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert "make test" in ci
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings (outside code blocks)."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    return {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.*)$", text, re.M)
+    }
+
+
+def test_every_link_of_the_pages_resolves():
+    """A moved or renamed page (or heading) leaves no dead relative link behind."""
+    dead = []
+    for page in [*PAGES, ROOT / "CHANGELOG.md"]:
+        text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path) if path else page
+            if not dest.exists():
+                dead.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                dead.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not dead, "\n".join(dead)
