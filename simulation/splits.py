@@ -11,11 +11,11 @@ HoGS's Table III quotes: scikit-learn's ``train_test_split`` with
 ``random_state=42``, once for train against the rest and once more on the rest for validation
 against test; called here as Blink_GNN calls it.
 
-``metis``: DPAR's reference split (spec 001 §3.1, A8): METIS cuts the whole graph into
+``metis``: DPAR's reference split (its authors' code): METIS cuts the whole graph into
 k = 1/(1 − train) parts (5 for the paper's 80 %) with METIS seed 0, and the last part (index
 k − 1: the reference's part 4 of 5) is held out; the rest is training. The held-out part is a
 cohesive cluster, so an inductive method's test graph keeps its internal edges (a random 20 %
-keeps about 4 % of them). The partition is fixed for every run seed, as in the reference (A11);
+keeps about 4 % of them). The partition is fixed for every run seed, as in the reference;
 the seed only divides the held-out part into validation and test, in proportion ``val`` :
 ``1 − train − val``. The partition is a function of the whole graph's edges, computed without
 privacy: it is a reproduction aid, not part of any mechanism's guarantee.

@@ -3,7 +3,7 @@
 The attacker sees only the release (its edges, unweighted, and its features), never the
 original graph, and scores the links hidden before collection against as many true non-links
 (:mod:`.holdout`, the same set ``lp`` scores): a release that leaks no more about a link than
-its own structure and features gives AUC 0.5. The attacks are PPGSL's Table III (spec 004
+its own structure and features gives AUC 0.5. The attacks are PPGSL's Table III (Wu et al.
 §1.7) on the published graph, with 𝒩 its neighbour sets:
 
 * ``cn``: |𝒩(x) ∩ 𝒩(y)|; ``aa``: Σ_{z ∈ 𝒩(x) ∩ 𝒩(y)} 1 / log|𝒩(z)|;
@@ -21,7 +21,7 @@ A common neighbour z of x ≠ y has |𝒩(z)| ≥ 2, so AA's logarithm is positi
 has cosine 0. ``max`` is the strongest attack's AUC and ``best`` its name, over all of them.
 
 **Trained attacks.** ``embedding_svm``, ``node2vec_svm`` and ``seal`` learn from the release:
-its edges as positives, as many of its non-edges as negatives (spec §1.7). They are handed the
+its edges as positives, as many of its non-edges as negatives (Wu et al. 2025). They are handed the
 targets unlabelled and never train on one: the pairs a set scores (the hidden edges and
 non-edges; the protected pairs and their non-links below) are left out of the training pairs
 of the attacks that score it (:func:`~.holdout.release_training_pairs`), so each target set has
@@ -30,8 +30,8 @@ declares protected pairs. The GAE and node2vec embeddings are unsupervised: they
 release, once per evaluation.
 
 **Protected links.** A release may declare the pairs it set out to hide (``Release.protected``:
-PPGSL's sensitive links, which the curator saw in the upload and kept out of the release; spec
-004 §1.7, §5.2). The hidden links above are ones no mechanism saw, so they measure what a
+PPGSL's sensitive links, which the curator saw in the upload and kept out of the release; Wu et
+al. 2025, §V-A). The hidden links above are ones no mechanism saw, so they measure what a
 release leaks about links in general, not whether a defence protects what it knew. When a
 release declares protected pairs, the same attacks also score them against as many true
 non-links (pairs unconnected in the original graph and not among the hidden non-edges, drawn

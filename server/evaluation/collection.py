@@ -1,12 +1,12 @@
 """Statistics of a generated collection against the original collection (``--metrics
-collection``; scores ``graphs`` releases: DPGGAN/DPGVAE, spec shared/specs/002-dpggan.md §6).
+collection``; scores ``graphs`` releases: DPGGAN/DPGVAE, the DPGGAN paper's §4).
 
 The release holds one generated graph per original graph k (on the same N_k nodes, without a
 node correspondence), the original is a collection dataset (its ``graph_ptr`` splits the union
 back into the K graphs). Every graph is taken undirected and simple, isolated nodes kept
-(spec §6.2: the convention that reproduces the paper's "Original" row).
+(our reading: the convention that reproduces the paper's "Original" row).
 
-**Table 1** (spec §6.1–6.2): for each of LCC, TC (triangles), CPL (mean shortest path over the
+**Table 1** (the paper's §4): for each of LCC, TC (triangles), CPL (mean shortest path over the
 connected ordered pairs), GINI (NetGAN's 0-indexed rank convention: graph.py's textbook Gini
 less 2/n) and REDE, the mean over k of the original's value (the paper's "Original" row) and
 the mean over k of |stat(generated_k) − stat(original_k)| (the model rows; absolute, so signs
@@ -14,14 +14,14 @@ do not cancel). A pair where either value is undefined (CPL of a graph without e
 one without edges) is left out of that statistic's mean and counted under ``undefined``.
 The statistics are graph.py's (:func:`~.graph.graph_statistics`).
 
-**Table 2** (spec §6.3): the mean over k of the cosine similarity of (a) the 50-bin degree
+**Table 2** (the paper's §4): the mean over k of the cosine similarity of (a) the 50-bin degree
 histograms (bin min(degree, 49), raw counts) and (b) the 29-dim motif vectors: counts of the
 connected induced subgraphs on 3, 4 and 5 nodes (2 + 6 + 21 isomorphism classes), enumerated
 with ESU (Wernicke 2006) and classified by a precomputed canonical form. A zero vector has
-similarity 0 (spec §6.3 [R]). Motif enumeration is exact but costs the number of connected
+similarity 0 (our choice). Motif enumeration is exact but costs the number of connected
 5-node subsets: a pair where either graph has more than ``collection_motif_limit`` connected
 subgraphs (dense IMDB ego-networks) is left out of the motif mean and counted, never
-estimated. GIN accuracy (spec §6.3, Table 2's third column) is the ``gin`` metric's
+estimated. GIN accuracy (Table 2's third column) is the ``gin`` metric's
 (:mod:`.gin`; ``--metrics collection,gin``).
 """
 
@@ -42,7 +42,7 @@ from .graph import graph_statistics
 
 #: Table 1's statistics, in the paper's column order (record key → graph.py's key).
 TABLE1 = {"lcc": "lcc", "tc": "triangles", "cpl": "cpl", "gini": "gini", "rede": "rede"}
-#: Degree histogram bins (spec §6.3: "50-dim vector").
+#: Degree histogram bins (the paper's §4: "50-dim vector").
 DEGREE_BINS = 50
 #: Motif sizes (3–5 nodes: 2 + 6 + 21 = 29 classes).
 MOTIF_SIZES = (3, 4, 5)
@@ -200,7 +200,7 @@ def compare_collections(
     generated: list[tuple[np.ndarray, int]],
     motif_limit: int = DEFAULT_MOTIF_LIMIT,
 ) -> dict[str, Any]:
-    """Tables 1 and 2 (spec §6.1–6.3) of ``generated`` against ``originals``, pair by pair."""
+    """DPGGAN's Tables 1 and 2 of ``generated`` against ``originals``, pair by pair."""
     if len(originals) != len(generated):
         raise ValueError(
             f"the release holds {len(generated)} graphs for {len(originals)} original graphs"
@@ -255,7 +255,7 @@ def motif_limit(config: Mapping[str, Any] | None) -> int:
 
 @register_metric
 class CollectionStats(Metric):
-    """``collection``: Tables 1 and 2 of DPGGAN (spec §6) for a ``graphs`` release against the
+    """``collection``: Tables 1 and 2 of DPGGAN (its §4) for a ``graphs`` release against the
     original collection (record section ``collection_stats``)."""
 
     name = "collection"

@@ -1,7 +1,7 @@
 """A graph auto-encoder (Kipf & Welling 2016) trained on a release: the node embedding the ``lp``
 scorer and the ``attack`` metric's embedding attack use (not a metric itself).
 
-Encoder: two GCN layers, [128, 64] (PPGSL's surrogate, spec 004 §2.1), ReLU between; decoder:
+Encoder: two GCN layers, [128, 64] (PPGSL's surrogate, Wu et al. 2025), ReLU between; decoder:
 the inner product. Each epoch is one full-batch step of binary cross-entropy on up to
 :data:`MAX_PAIRS` of the release's edges (positives) and as many uniform non-edges of the
 release (negatives, fresh every epoch). It sees only the release: its edges, unweighted (an

@@ -1,5 +1,5 @@
 """GIN graph-classification accuracy of a generated collection (``--metrics gin``; DPGGAN's
-Table 2, third column: spec shared/specs/002-dpggan.md §6.3 and §8 #22).
+Table 2, third column, and its §4).
 
 Each generated graph k inherits the class label of its original graph k
 (``meta["graph_labels"]`` of the collection). A GIN (Xu et al. 2019) is trained and tested on
@@ -30,10 +30,10 @@ parameter setting" is the official GIN code's, kept here except where noted:
   after 20 epochs of 50 batches): chance, structure says little of these labels; ~22 s.
 
 Recorded (section ``gin``): the mean and sample std over the folds of the test accuracy after
-the last epoch (the spec's number), for the generated and the original graphs; beside it the
+the last epoch (the table's number), for the generated and the original graphs; beside it the
 *best-epoch* accuracy: the epoch whose fold-mean test accuracy is highest, chosen on the test
 folds themselves. That is the GIN paper's convention, and the DPGGAN code reports a best test
-accuracy over epochs too (spec §6.3 [C]); it is optimistic (it selects on the test data) and
+accuracy over epochs too; it is optimistic (it selects on the test data) and
 labelled so, for comparison with the paper only.
 
 Randomness: the folds are scikit-learn's ``StratifiedKFold`` shuffled by a seed drawn from
@@ -351,7 +351,7 @@ def gin_settings(config: Mapping[str, Any] | None) -> dict[str, int]:
 @register_metric
 class GinAccuracy(Metric):
     """``gin``: GIN accuracy on the generated collection, each graph labelled as its original,
-    beside the same on the originals (record section ``gin``; spec 002 §6.3, §8 #22)."""
+    beside the same on the originals (record section ``gin``; DPGGAN's Table 2)."""
 
     name = "gin"
     kinds = ("graphs",)

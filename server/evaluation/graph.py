@@ -1,7 +1,7 @@
 """Graph statistics of a graph release against the original graph (``--metrics graph``).
 
-The statistics and their definitions are PrivDPR's utility metrics as its spec fixes them
-(shared/specs/000-privdpr.md §6.2, NetGAN's ``compute_graph_statistics``), on the undirected
+The statistics and their definitions are PrivDPR's utility metrics (Zhang et al. 2025,
+§6; NetGAN's ``compute_graph_statistics``), on the undirected
 simple graph, degrees counted over all n nodes:
 
 * ``triangles`` (TC), ``wedges`` Σ C(d, 2) (WC), ``claws`` Σ C(d, 3) (CC);

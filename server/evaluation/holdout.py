@@ -10,7 +10,7 @@ The nodes hold the reduced graph for *everything*: the release node classificati
 is built from it too, so a run with ``lp`` or ``attack`` trains on 80 % of the edges (its
 ``metrics`` key is part of the run's identity, so it never mixes with a run without them).
 Features and labels are unchanged. The split follows the PrivDPR paper's link prediction
-(80/20 of the links, equal non-edges for the test set; spec 000 §6.3).
+(80/20 of the links, equal non-edges for the test set; PrivDPR, §6).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """``lp``: link prediction on the release, scored on the links hidden before collection.
 
-The PrivDPR paper's protocol (spec 000 §6.3 and its reading A11): 80/20 split of the links (the
+The PrivDPR paper's protocol (Zhang et al. 2025, §6, as we read it): 80/20 split of the links (the
 20 % hidden from every node, :mod:`.holdout`), equal non-edges beside the test links, ROC-AUC.
 The paper scores node embeddings; a graph release has none, so a GAE trained on the release
-gives them (:mod:`.embedding`). The scorer (A11): scikit-learn's logistic regression on the
+gives them (:mod:`.embedding`). The scorer: scikit-learn's logistic regression on the
 Hadamard product ``z_u ⊙ z_v``, trained on the release's edges against as many of its
 non-edges; it sees nothing but the release. ``auc_dot`` is A11's variant, the GAE's own
 inner-product decoder. A model release has no graph to score and is skipped.

@@ -1,5 +1,5 @@
 """node2vec (Grover & Leskovec 2016) on a release: the embedding of the ``attack`` metric's
-N2V+sim and N2V+ML attacks (PPGSL's Table III, spec 004 §1.7; not a metric itself).
+N2V+sim and N2V+ML attacks (PPGSL's Table III, Wu et al. 2025; not a metric itself).
 
 PyG's ``Node2Vec`` needs torch-cluster (or pyg-lib) for its walks, neither installable here, so
 the walks are numpy's and the skip-gram torch's, both small and seeded:
@@ -9,14 +9,14 @@ the walks are numpy's and the skip-gram torch's, both small and seeded:
   and in-out parameter ``q`` a step from ``v`` (reached from ``t``) goes to a neighbour ``x`` of
   ``v`` with probability ∝ 1/p if x = t, 1 if x is a neighbour of t, 1/q otherwise (the paper's
   second-order walk), drawn exactly by rejection: propose a uniform neighbour, accept it with
-  probability weight / max weight. p = q = 1 (the default, spec §5.2) is the uniform walk.
+  probability weight / max weight. p = q = 1 (the default) is the uniform walk.
   An isolated node starts no walk (it has no context to learn from).
 * **Skip-gram** with negative sampling, one embedding table as PyG's: every pair (w_i, w_j) of
   a walk with 0 < j - i ≤ :data:`WINDOW` is a positive, pushed up by -log σ(z_u·z_v), and each
   positive has one negative, u against a uniform random node, pushed down by -log σ(-z_u·z_n).
   :data:`EPOCHS` pass(es) over fresh walks, shuffled minibatches of :data:`BATCH` pairs, Adam.
 
-Spec §5.2 suggests PyG's settings (dim 128, walk length 20, context size 10, 10 walks per node,
+PyG's settings would be (dim 128, walk length 20, context size 10, 10 walks per node,
 p = q = 1, one negative, SparseAdam lr 0.01, 100 epochs). All are kept but the last two: one
 epoch (10 walks per node, ~3.9 M pairs on Cora) of dense Adam (lr 0.01, faster than SparseAdam
 here). Measured on Cora with 20 % of the edges hidden, cosine AUC on the hidden links: 0.828

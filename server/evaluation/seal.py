@@ -1,5 +1,5 @@
 """SEAL-lite: a subgraph link classifier (after Zhang & Chen 2018) trained on a release, the
-``attack`` metric's ``seal`` attack (PPGSL's Table III, spec 004 §1.7; not a metric itself).
+``attack`` metric's ``seal`` attack (PPGSL's Table III, Wu et al. 2025; not a metric itself).
 
 What SEAL is in the paper, kept here: for a pair (x, y) take the enclosing subgraph of its
 **2-hop** neighbourhoods in the published graph, label every node by Double-Radius Node
@@ -11,8 +11,8 @@ has it). The training set is the release's edges against as many of its non-edge
 a pair the attack will score (:func:`~.holdout.release_training_pairs`), at most
 :data:`TRAIN_PAIRS` positives.
 
-The spec states no fallback for SEAL: it suggests PyG's ``seal_link_pred`` example (DGCNN, 3
-layers of 32, sort-pooling k = 0.6, Adam lr 1e-4, ~50 epochs, §5.2). This is lighter, to keep
+PPGSL's paper gives no settings for SEAL; PyG's ``seal_link_pred`` example uses DGCNN, 3
+layers of 32, sort-pooling k = 0.6, Adam lr 1e-4, ~50 epochs. This is lighter, to keep
 Cora within a minute on a loaded CPU:
 
 * at most :data:`MAX_NODES_PER_HOP` nodes per hop (a seeded uniform subset above it; SEAL's

@@ -1,8 +1,8 @@
 """A linear SVM on pair features of a node embedding: the ``attack`` metric's classifier
-attacks GAE+ML and N2V+ML (PPGSL's Table III, spec 004 §1.7; not a metric itself).
+attacks GAE+ML and N2V+ML (PPGSL's Table III, Wu et al. 2025; not a metric itself).
 
 The attacker trains on what the release shows: its edges as positives and as many of its
-non-edges as negatives (spec §1.7, "positives are the published graph's links"), never a pair
+non-edges as negatives (the published graph's links are the positives), never a pair
 it is asked to score (:func:`~.holdout.release_training_pairs`), then ranks the targets by the
 decision value. The SVM is scikit-learn's ``LinearSVC`` at its defaults (C = 1, squared hinge,
 L2 penalty on the weights *and* the intercept, as liblinear's ``intercept_scaling = 1``,
@@ -11,9 +11,9 @@ draws nothing at random):
 
     min_{w, b}  ½ (‖w‖² + b²) + C Σ_i max(0, 1 − y_i (w·h_i + b))²,   y_i ∈ {−1, +1}.
 
-**Pair features.** The spec's [P] feature is the concatenation [z_i‖z_j]; a linear score of it
+**Pair features.** The paper's feature is the concatenation [z_i‖z_j]; a linear score of it
 is w₁·z_i + w₂·z_j, a sum of two per-node terms that cannot express that i and j are alike
-(averaged over both orders, as spec A21 asks, it is a function of z_i + z_j only): on a
+(averaged over both orders, it is a function of z_i + z_j only): on a
 clustered graph of uniform degrees it is blind. The Hadamard product z_i ⊙ z_j (node2vec's own
 choice for link prediction, and the ``lp`` scorer's) is symmetric and makes w a weighted inner
 product. Features are standardised with the training pairs' mean and deviation

@@ -1,4 +1,4 @@
-"""Collection datasets: a list of small graphs (DPGGAN/DPGVAE's DBLP and IMDB, spec 002 §5),
+"""Collection datasets: a list of small graphs (DPGGAN/DPGVAE's DBLP and IMDB, that paper's §4),
 served to the harness as **one** graph, their disjoint union.
 
 A collection is held as a :class:`~ldpgraph.protocols.graph.Graph` whose nodes are the graphs'
@@ -6,14 +6,14 @@ nodes one graph after another, with ``meta["graph_ptr"]`` (int64, K + 1 offsets:
 nodes ``ptr[k]:ptr[k+1]``) and ``meta["graph_labels"]`` (int64, K class labels). The union
 has no features (N×0) and no node labels (every label −1, ``num_classes`` 0): the collections'
 labels are per graph. Every graph is loaded undirected and simple (DBLP's self-loops, 35 per
-graph on average, are dropped: spec §5.1, §8 #26) and keeps its isolated nodes (they count in
-N and in the Table-1 GINI and REDE: spec §6.2).
+graph on average, are dropped, our reading) and keeps its isolated nodes (they count in
+N and in the Table-1 GINI and REDE).
 
 Why one union rather than one run per graph: the harness then serves a collection unchanged:
 every graph's nodes are clients of the one raw-upload round (every backend, the budget guard
 and reply validation apply as to any graph), and the curator splits what it received back into
-the graphs by the public offsets (the node sets are public under edge-DP, spec §1.3). A
-strategy that releases ``graphs`` trains one model per graph (spec §8 #25).
+the graphs by the public offsets (the node sets are public under edge-DP, Definition 2). A
+strategy that releases ``graphs`` trains one model per graph.
 
 Entries: ``dblp-collection`` (``relabeled_dblp2.pkl``, the paper's DBLP: 69 graphs, its Table-1
 "Original" row exactly), ``imdb-collection`` (TU IMDB-MULTI, 1500 ego-networks: the paper's

@@ -1,8 +1,8 @@
 """PolBlogs (Adamic & Glance 2005): 1490 political blogs, hyperlinks, liberal/conservative; the
 mirror's ``PolBlogs/raw/{adjacency.tsv,labels.tsv}`` (MANIFEST note 3: a rebuild of Newman's
 netdata release). The hyperlink graph is directed: it is symmetrised, deduplicated and stripped
-of its self-loops (16,715 undirected edges; PPGSL spec 004 A22). There are no features: the
-identity matrix (one-hot node ids) stands in, as spec 004 §4.2 recommends for every model."""
+of its self-loops (16,715 undirected edges; PPGSL's Table II counts 19,025 directed). There are
+no features: the identity matrix (one-hot node ids) stands in, for every model."""
 
 from __future__ import annotations
 

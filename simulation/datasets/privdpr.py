@@ -5,7 +5,7 @@ p2p-Gnutella08 and Chicago as **structure-only** graphs: no features (N×0) and 
 Each file has lines ``u v 1.000000`` with 0-based ids; N = largest id + 1. Like every ldpgraph
 graph these are loaded undirected and simple: CiteSeer's 124 self-loops are dropped (the
 paper says it removed them; the file keeps them) and p2p's directions are dropped (it is the
-only directed one; spec A2 would keep it directed, which ldpgraph's graphs cannot).
+only directed one; a literal reading would keep it directed, which ldpgraph's graphs cannot).
 
 Why Cora and CiteSeer carry no labels: their edge lists are Planetoid's graphs (the same
 5,278 / 4,552 edges, an isomorphism exists, tests/simulation/datasets/test_privdpr.py) under

@@ -20,7 +20,7 @@ from typing import Any
 
 from .tables import save_figure
 
-#: The graph statistics averaged into the table's "graph MRE" column (spec 000 §6.2's).
+#: The graph statistics averaged into the table's "graph MRE" column (PrivDPR's, §6).
 MRE_STATS = ("triangles", "wedges", "claws", "rede", "cpl", "diameter", "lcc")
 FAMILIES = ("graph_stats", "lp", "attack")
 

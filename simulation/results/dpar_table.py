@@ -1,4 +1,4 @@
-"""DPAR's Table 1 and figures from a results store (spec shared/specs/001-dpar.md §8).
+"""DPAR's Table 1 and figures from a results store (Zhang et al. 2024, §4).
 
 Every cell is our mean ± sample std of the test accuracy over the final runs, beside the
 paper's number and the **sound ε** the runs' privacy reports state (the accountant's ε under

@@ -1,5 +1,5 @@
-"""DPGGAN / DPGVAE's Tables 1 and 2 from a results store, each cell beside the paper's (spec
-shared/specs/002-dpggan.md §6–7; the paper's numbers in paper_numbers.toml).
+"""DPGGAN / DPGVAE's Tables 1 and 2 from a results store, each cell beside the paper's (its
+§4; the paper's numbers in paper_numbers.toml).
 
 A cell is one (collection data set, model, operating rule, ε) over the final runs of the
 ``collection`` metric (record section ``collection_stats``): Table 1 the mean over graphs of
@@ -86,7 +86,7 @@ def _num(value: Any) -> float | None:
 def gin_accuracy(row: dict[str, Any]) -> tuple[float | None, float | None]:
     """(GIN accuracy on the generated graphs, on the originals) from the run's ``gin`` section
     (server/evaluation/gin.py): the final-epoch fold means ``gin.generated.final`` and
-    ``gin.original.final`` (spec §8 #22; the optimistic best epoch is not the table's)."""
+    ``gin.original.final`` (the optimistic best epoch is not the table's)."""
     gin = (row.get("metrics") or {}).get("gin")
     if not isinstance(gin, dict):
         return None, None

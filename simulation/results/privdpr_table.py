@@ -1,4 +1,4 @@
-"""PrivDPR's Tables 2–6 and Figs. 2–5 from a results store (spec shared/specs/000-privdpr.md §7).
+"""PrivDPR's Tables 2–6 and Figs. 2–5 from a results store (Zhang et al., KDD 2025, §6).
 
 Graph statistics are the relative error of each statistic against the original graph, averaged
 over a cell's final runs (the paper's MRE), and the degree KS; the columns of Tables 2 and 3 are
@@ -6,7 +6,7 @@ read from each run's configuration (``wn_scale``, ``dpr_hidden``), not from entr
 experiment file that varies them fills the tables. Link prediction (Tables 4–5) is the ``lp``
 metric's ROC-AUC, node classification (Table 6) the test accuracy (Micro-F1 of a single-label
 task). Beside every cell: the paper's number, the ε dp-accounting states for the same noise,
-and whether V learned anything from the graph (the non-private diagnostics, spec §9.3).
+and whether V learned anything from the graph (the non-private diagnostics).
 """
 
 from __future__ import annotations
@@ -364,7 +364,7 @@ def write_privdpr_report(rows: list[dict[str, Any]], out_dir: Path) -> tuple[lis
     for title, md in (
         ("Tables 4-5: link prediction (ROC-AUC)", lp_markdown(rows)),
         ("Table 6: node classification (Micro-F1)", nc_markdown(rows)),
-        ("Did V learn from the graph? (non-private diagnostics, spec §9.3)",
+        ("Did V learn from the graph? (non-private diagnostics)",
          diagnostics_markdown(rows)),
     ):  # fmt: skip
         if md:

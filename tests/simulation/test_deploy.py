@@ -1,6 +1,6 @@
 """A real multi-process deployment on loopback: a SuperLink with TLS and SuperNode
 authentication and three SuperNodes (one node file of a small graph each), started with the
-scripts of deploy/ exactly as README's "Deploy" section runs them, and runs submitted with
+scripts of deploy/ exactly as docs/deployment.md runs them, and runs submitted with
 ``ldpgraph run --backend deploy``.
 
 Checks: the deployed nodes draw their own noise and keep their own ledgers; a SuperNode without a
@@ -183,7 +183,7 @@ def fed(tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy")
     f = Federation(root)
     try:
-        # README, Deploy: machine A (SuperLink) ...
+        # docs/deployment.md: machine A (SuperLink) ...
         assert f.sh(DEPLOY / "make-certs.sh", "-o", "certs", HOST, "localhost").returncode == 0
         r = f.sh(
             DEPLOY / "make-supernode-keys.sh", "-o", "keys", "b0", "b1", "b2", "rogue", "impostor"

@@ -1,8 +1,8 @@
-"""Ray clusters: the README's one-machine commands on loopback, and the ``ray up`` config.
+"""Ray clusters: docs/ray.md's one-machine commands on loopback, and the ``ray up`` config.
 
-A module fixture starts a Ray head exactly as the README's "Ray cluster" section says (its
+A module fixture starts a Ray head exactly as docs/ray.md's "On one machine" section says (its
 ``ray start`` line, with a free port and a private temp dir, plus every other port pinned to
-free ones so that it cannot collide with another Ray on a shared machine), runs the README's
+free ones so that it cannot collide with another Ray on a shared machine), runs that page's
 ``ldpgraph run`` and ``ldpgraph sweep`` against it and ends it by the pids of the processes
 under its temp dir (never ``ray stop``, which matches other people's Ray by name). While the
 commands run, every TCP socket of the cluster's and the driver's processes is checked to be on
@@ -39,13 +39,13 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-# --- the README's commands ---------------------------------------------------------------------
+# --- the commands of docs/ray.md ---------------------------------------------------------------
 
 
 def readme_commands() -> list[str]:
-    """The commands of the first ``bash`` block of the README's "Ray cluster" section."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Ray cluster", 1)[1]
+    """The commands of the first ``bash`` block of docs/ray.md's "On one machine" section."""
+    text = (ROOT / "docs" / "ray.md").read_text()
+    section = text.split("## On one machine", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     joined = block.replace("\\\n", " ")
     out = []
@@ -223,7 +223,7 @@ class Head:
 
 @pytest.fixture(scope="module")
 def head():
-    """The README's ``ray start --head`` on loopback, in a private short temp dir; ended by the
+    """docs/ray.md's ``ray start --head`` on loopback, in a private short temp dir; ended by the
     pids under that dir, also when the tests fail."""
     temp = Path(tempfile.mkdtemp(prefix="ldpg-rt-", dir="/tmp"))  # Ray's socket paths: short
     ports = free_ports(60)
@@ -293,7 +293,7 @@ def head():
 
 
 def _address(cmd: list[str], head: Head) -> list[str]:
-    """The README's command with the head's address and ldpgraph from this venv."""
+    """docs/ray.md's command with the head's address and ldpgraph from this venv."""
     readme = "127.0.0.1:6379"
     assert readme in cmd, cmd
     out = [head.address if a == readme else a for a in cmd]

@@ -122,7 +122,7 @@ def cmd_grad(c: Cora, args: argparse.Namespace) -> None:
     g = theta.grad.abs().numpy()
     nz = g[g > 0]
     print(f"|E_s| = {len(c.sens)}; entries with a privacy gradient: {len(nz)} of {len(g)}")
-    for name, scale in (("mean (spec A7)", 1.0), ("sum (default)", float(len(c.sens)))):
+    for name, scale in (("mean (Eq. 7 literally)", 1.0), ("sum (default)", float(len(c.sens)))):
         q = np.quantile(nz * scale, [0.5, 0.9, 0.99, 1.0])
         print(f"  {name}: |∂L_priv/∂θ| median {q[0]:.2e}, 90% {q[1]:.2e}, 99% {q[2]:.2e}, "
               f"max {q[3]:.2e}")  # fmt: skip

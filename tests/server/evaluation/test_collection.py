@@ -1,5 +1,5 @@
 """The collection metric (server/evaluation/collection.py): DPGGAN's Table-1 "Original" rows
-exactly (spec 002 §6.2, §7), the NetGAN Gini convention, motif counts against a brute force,
+exactly (as printed), the NetGAN Gini convention, motif counts against a brute force,
 the degree histogram and the metric on a ``graphs`` release."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ...conftest import needs_mirror
 
 @needs_mirror
 def test_dblp_original_row_is_the_papers():
-    # spec §6.2 / Table 1 "Original" DBLP: LCC 107.54 (printed 107.5), TC 59.90, CPL 3.6943,
+    # DPGGAN's Table 1 "Original" DBLP: LCC 107.54 (printed 107.5), TC 59.90, CPL 3.6943,
     # GINI 0.3248, REDE 0.9385
     row = original_row(original_graphs(load_dataset("dblp-collection")))
     assert round(row["lcc"], 2) == 107.54

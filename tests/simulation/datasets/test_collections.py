@@ -25,7 +25,7 @@ from ...conftest import needs_mirror
 @pytest.mark.parametrize(
     ("name", "graphs", "nodes", "edges", "labels"),
     [
-        # spec 002 §5.1: 69 graphs, 177.20 nodes and 222.87 edges per graph without loops
+        # DPGGAN's DBLP (mirror): 69 graphs, 177.20 nodes and 222.87 edges per graph without loops
         ("dblp-collection", 69, 12227, 15378, [21, 24, 24]),
         # TU IMDB-MULTI: 1500 graphs, 19502 nodes, 197806 directed rows = 98903 edges
         ("imdb-collection", 1500, 19502, 98903, [500, 500, 500]),
