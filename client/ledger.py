@@ -23,8 +23,9 @@ bytes. Not against an operator who rewrites both places consistently or restores
 old backup: on their own machine they hold every key; the witness makes such a reset a
 deliberate act, and :func:`reset` (``--reset-ledger FP``) is the one way to do it on purpose.
 
-Every read error is a :class:`LedgerError` with one reason (the node refuses); nothing raises
-past :meth:`NodeLedger.open` but ``OSError`` on the directories, which the caller refuses on.
+Reading and verifying a chain and its witness: :mod:`ldpgraph.client.chain`. Every read error
+is a :class:`LedgerError` with one reason (the node refuses); nothing raises past
+:meth:`NodeLedger.open` but ``OSError`` on the directories, which the caller refuses on.
 numpy and the standard library only: this is on the client's import path.
 """
 
@@ -34,194 +35,50 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import json
 import math
 import os
-import stat
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .budget import Book, Refusal, as_charge
+from .books import Book
+from .chain import (
+    MAX_LOG_BYTES,
+    VERSION,
+    ZERO,
+    Chain,
+    LedgerError,
+    canonical_line,
+    genesis,
+    is_fingerprint,
+    read_chain,
+    read_witness,
+    shard,
+    verified,
+)
+from .files import write_atomic
 from .nodedata import NodeStore
+from .refusals import Refusal, as_charge
 from .units import UNITS, Charge
 
-VERSION = 1
+__all__ = [
+    "LOCK",
+    "MAX_LOG_BYTES",
+    "VERSION",
+    "Chain",
+    "ChainBook",
+    "LedgerError",
+    "NodeLedger",
+    "genesis",
+    "main",
+    "read_chain",
+    "read_witness",
+    "reset",
+    "verified",
+]
+
 LOCK = ".lock"
-#: A log larger than this is refused unread (a node answers a bounded number of rounds).
-MAX_LOG_BYTES = 64 << 20
-_ZERO = dict.fromkeys(UNITS, 0.0)
-
-
-class LedgerError(Exception):
-    """A ledger that cannot be found, read or verified (the node refuses; one reason)."""
-
-
-def _is_fingerprint(fp: Any) -> bool:
-    return isinstance(fp, str) and len(fp) == 64 and all(c in "0123456789abcdef" for c in fp)
-
-
-def genesis(fp: str) -> str:
-    """The ``prev`` of a chain's first entry: binds the chain to its fingerprint."""
-    return hashlib.sha256(b"ldpgraph-ledger-genesis\0" + fp.encode()).hexdigest()
-
-
-def _line(entry: Mapping[str, Any]) -> bytes:
-    return json.dumps(entry, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number")
-
-
-def _parse(line: bytes) -> dict[str, Any]:
-    """A canonical JSON object, or ValueError (non-canonical bytes cannot be re-hashed)."""
-    obj = json.loads(line, parse_constant=_no_constant)
-    if not isinstance(obj, dict) or _line(obj) != line:
-        raise ValueError("not a canonical entry")
-    return obj
-
-
-def _read_regular(path: Path) -> bytes | None:
-    """A regular file's bytes (None: absent). A link, directory, device or an unreadable
-    file is a :class:`LedgerError`."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise LedgerError(f"cannot inspect it ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise LedgerError("it is not a regular file")
-    if info.st_size > MAX_LOG_BYTES:
-        raise LedgerError(f"it is larger than {MAX_LOG_BYTES} bytes")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise LedgerError(f"cannot read it ({exc.strerror})") from None
-
-
-@dataclass
-class Chain:
-    """A verified log: its entries' hashes, the spends since its last reset (per unit) and
-    the pinned-seed rounds it answered."""
-
-    hashes: list[str] = field(default_factory=list)
-    spent: dict[str, float] = field(default_factory=lambda: dict(_ZERO))
-    seeded_rounds: list[int] = field(default_factory=list)
-
-    @property
-    def head(self) -> tuple[int, str] | None:
-        return (len(self.hashes) - 1, self.hashes[-1]) if self.hashes else None
-
-
-def _spends(value: Any) -> dict[str, float]:
-    if not isinstance(value, dict) or set(value) != set(UNITS):
-        raise ValueError("bad spend")
-    out = {u: value[u] for u in UNITS}
-    for v in out.values():
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ValueError("bad spend")
-        if not (math.isfinite(v) and v >= 0):
-            raise ValueError("a spend is negative or not finite")
-    return {u: float(v) for u, v in out.items()}
-
-
-def read_chain(data: bytes, fp: str) -> Chain:
-    """Verify a log's bytes: every line canonical, linked to the one before, of ``fp``, its
-    running spends the sums of its charges. Raises :class:`LedgerError` with one reason."""
-    if not data:
-        raise LedgerError("the log is empty")
-    if not data.endswith(b"\n"):
-        raise LedgerError("the log is truncated (no final newline)")
-    chain = Chain()
-    prev = genesis(fp)
-    for seq, line in enumerate(data[:-1].split(b"\n")):
-        try:
-            entry = _parse(line)
-            if (entry.get("v"), entry.get("seq"), entry.get("fp")) != (VERSION, seq, fp):
-                raise ValueError("wrong version, sequence number or fingerprint")
-            if entry.get("prev") != prev:
-                raise ValueError("it does not link to the entry before it")
-            spent = _spends(entry.get("spent"))
-            if entry.get("kind") == "reset":
-                # Only a chain's first entry: appended later, a reset would erase spends.
-                if seq != 0 or spent != _ZERO:
-                    raise ValueError("a reset that is not the chain's first entry")
-                chain.seeded_rounds = []
-            elif entry.get("kind") == "charge":
-                charge = _spends(entry.get("charge"))
-                if spent != {u: chain.spent[u] + charge[u] for u in UNITS}:
-                    raise ValueError("its running spend is not the sum of its charges")
-                round_, seeded = entry.get("round"), entry.get("seeded")
-                if isinstance(round_, bool) or not isinstance(round_, int) or round_ < 0:
-                    raise ValueError("bad round")
-                if not isinstance(seeded, bool):
-                    raise ValueError("bad seeded flag")
-                if seeded:
-                    chain.seeded_rounds.append(round_)
-            else:
-                raise ValueError("unknown kind")
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise LedgerError(f"entry {seq} is invalid ({exc})") from None
-        chain.spent = spent
-        prev = hashlib.sha256(line).hexdigest()
-        chain.hashes.append(prev)
-    return chain
-
-
-def _shard(root: Path, fp: str, suffix: str) -> Path:
-    return root / fp[:2] / f"{fp}{suffix}"
-
-
-def read_witness(witness: Path, fp: str) -> tuple[int, str] | None:
-    """The witnessed head (seq, hash) of ``fp``'s chain, None if none was ever written."""
-    data = _read_regular(_shard(witness, fp, ".head"))
-    if data is None:
-        return None
-    try:
-        obj = _parse(data)
-        seq, head = obj["seq"], obj["head"]
-        if obj.get("fp") != fp or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-            raise ValueError("wrong fingerprint or sequence number")
-        if not isinstance(head, str):
-            raise ValueError("bad head")
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise LedgerError(f"its witness is invalid ({exc})") from None
-    return seq, head
-
-
-def verified(ledger: Path, witness: Path, fp: str) -> Chain:
-    """``fp``'s chain, checked against its witness; a fresh one when neither exists."""
-    try:
-        data = _read_regular(_shard(ledger, fp, ".log"))
-    except LedgerError as exc:
-        raise LedgerError(f"its ledger log: {exc}") from None
-    try:
-        pinned = read_witness(witness, fp)
-    except LedgerError as exc:
-        raise LedgerError(f"its witness: {exc}") from None
-    if data is None:
-        if pinned is not None:
-            raise LedgerError(
-                f"it has answered before (witnessed entry {pinned[0]}) but its ledger log is "
-                "missing"
-            )
-        return Chain()
-    chain = read_chain(data, fp)
-    if pinned is None:
-        raise LedgerError("its ledger log has no witness (the witness was removed or moved)")
-    seq, head = pinned
-    if seq >= len(chain.hashes) or chain.hashes[seq] != head:
-        raise LedgerError(
-            f"its ledger log does not reach the witnessed entry {seq} (replaced or truncated)"
-        )
-    return chain
 
 
 class ChainBook(Book):
@@ -311,8 +168,8 @@ class NodeLedger:
         """Append one entry to its log, then witness it (log first: a crash between leaves a
         log that extends its witness, which verifies)."""
         fp = entry["fp"]
-        line = _line(entry)
-        log_path = _shard(self.path, fp, ".log")
+        line = canonical_line(entry)
+        log_path = shard(self.path, fp, ".log")
         log_path.parent.mkdir(exist_ok=True)
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -322,9 +179,9 @@ class NodeLedger:
         finally:
             os.close(fd)
         head = (int(entry["seq"]), hashlib.sha256(line).hexdigest())
-        _write_atomic(
-            _shard(self.witness, fp, ".head"),
-            _line({"fp": fp, "seq": head[0], "head": head[1]}),
+        write_atomic(
+            shard(self.witness, fp, ".head"),
+            canonical_line({"fp": fp, "seq": head[0], "head": head[1]}),
             self.durable,
         )
         return head
@@ -337,33 +194,11 @@ def _locked(directory: Path) -> Iterator[None]:
         yield
 
 
-def _write_atomic(path: Path, data: bytes, durable: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        dirfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dirfd)
-        finally:
-            os.close(dirfd)
-
-
 def reset(ledger: Path, witness: Path, fp: str, durable: bool = True) -> str:
     """Start ``fp``'s ledger afresh, on the operator's explicit word (``--reset-ledger FP``):
     the old log is kept aside (``<fp>.log.reset-<k>``), and the new chain's first entry
     records the reset and the head it replaced. Returns what was done, for the operator."""
-    if not _is_fingerprint(fp):
+    if not is_fingerprint(fp):
         raise LedgerError(f"{fp!r} is not a node fingerprint (64 hex digits)")
     for root in (ledger, witness):
         root.mkdir(parents=True, exist_ok=True)
@@ -372,7 +207,7 @@ def reset(ledger: Path, witness: Path, fp: str, durable: bool = True) -> str:
             pinned = read_witness(witness, fp)
         except LedgerError:
             pinned = None
-        log_path = _shard(ledger, fp, ".log")
+        log_path = shard(ledger, fp, ".log")
         kept = ""
         if os.path.lexists(log_path):
             k = 0
@@ -388,7 +223,7 @@ def reset(ledger: Path, witness: Path, fp: str, durable: bool = True) -> str:
             "seq": 0,
             "prev": genesis(fp),
             "replaced": None if pinned is None else {"seq": pinned[0], "head": pinned[1]},
-            "spent": dict(_ZERO),
+            "spent": dict(ZERO),
         }
         NodeLedger(ledger, witness, {}, UNITS[0], durable)._append(entry)
     return f"reset the ledger of node fingerprint {fp}{kept}"

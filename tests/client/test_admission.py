@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ldpgraph.client import budget
+from ldpgraph.client import books
 from ldpgraph.client.budget import (
     BAD_COST,
     MIN_CHARGE,
@@ -78,7 +78,7 @@ BAD = [float("nan"), float("inf"), -1.0, 0.0, MIN_CHARGE / 2]
 @pytest.mark.parametrize("seed", range(4))
 def test_admit_many_decides_as_book_admit_node_by_node(seed, block, monkeypatch):
     if block is not None:  # many blocks, a partial one last
-        monkeypatch.setattr(budget, "_BLOCK", block)
+        monkeypatch.setattr(books, "_BLOCK", block)
     rng = np.random.default_rng(seed)
     n = 400
     book, ledger = Book(), Ledger(None, "g")
