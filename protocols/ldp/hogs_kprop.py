@@ -29,6 +29,7 @@ from ..registry import register
 from ..types import Release
 from .hogs import TAU, HogsProtocol
 from .kprop import ISOLATED, NORMS, kprop
+from .split_budget import SplitBudgetProtocol
 
 KPROP_K = Param(
     "kprop_k", int, 1, "KProp steps K over the reconstructed graph", low=0, server_side=True
@@ -66,16 +67,7 @@ class HogsKpropProtocol(HogsProtocol):
         return 0
 
     def config(self) -> dict[str, Any]:
-        p = self.params
-        return {
-            "protocol": self.name,
-            "epsilon": p.epsilon,
-            "feature_share": p.feature_share,
-            "tau": p.tau,
-            "kprop_k": p.kprop_k,
-            "kprop_norm": p.kprop_norm,
-            "kprop_isolated": p.kprop_isolated,
-        }
+        return SplitBudgetProtocol.config(self)  # its own parameters, none of HoGS's extras
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

@@ -35,8 +35,6 @@ WHAT IS NOT IMPLEMENTED
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -94,9 +92,6 @@ class SolitudeProtocol(RRSplitBudgetProtocol):
                 "solitude: label KProp (ly > 0) is not wired into training yet; use ly = 0"
             )
         super().__init__(name, params)
-
-    def config(self) -> dict[str, Any]:
-        return {"protocol": self.name, **self.params}
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int

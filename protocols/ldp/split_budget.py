@@ -57,6 +57,10 @@ class SplitBudgetProtocol(LdpProtocol):
         #: ε_f's share of ε (HoGS's δ); 0 when the features are public.
         self.feature_share = 0.0 if self.public_features else float(params.feature_share)
 
+    def config(self) -> dict[str, Any]:
+        """The name and the declared parameters (what a node rebuilds the protocol from)."""
+        return {"protocol": self.name, **self.params}
+
     def setting(self, param: Param) -> Any:
         """``param``'s value, or its declared default where this protocol's name does not
         declare it (``hogs-edge`` has no ``steps``, ``hogs-arr`` no ``consistency_alpha``)."""
