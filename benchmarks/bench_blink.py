@@ -78,7 +78,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
         noisy[node] = rep.extras[DEGREE_FIELD]
         has[node] = True
     ref = dense_blink(
-        noisy, has, bits, observed, proto.params.eps_adjacency, args.variant, args.min_weight
+        noisy, has, bits, observed, proto.eps_adjacency, args.variant, args.min_weight
     )
     dense_s = time.perf_counter() - t0
     del bits

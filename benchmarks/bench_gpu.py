@@ -34,14 +34,13 @@ def one(n: int, args: argparse.Namespace) -> dict:
     from ldpgraph.protocols.ldp.assemble import adjacency_reports, feature_reports
     from ldpgraph.protocols.ldp.hogs import (
         FR_THRESHOLD,
-        HogsParams,
-        HogsProtocol,
         reconstruct_features,
         reconstruct_topology,
     )
     from ldpgraph.protocols.ldp.hogs_torch import TorchCurator
     from ldpgraph.protocols.ldp.similarity import FeatureRows
     from ldpgraph.protocols.mechanisms import flip_probability
+    from ldpgraph.protocols.registry import make_protocol
     from ldpgraph.simulation.backends.local import collect_round
     from ldpgraph.simulation.datasets import load_dataset
 
@@ -49,13 +48,19 @@ def one(n: int, args: argparse.Namespace) -> dict:
         f"synthetic:n={n},classes={args.classes},avg_degree={args.avg_degree},"
         f"d={args.d},feature_density={args.feature_density},seed=0"
     )
-    params = HogsParams(args.epsilon, args.feature_share, args.tau, args.steps)
-    proto = HogsProtocol(params)
+    proto = make_protocol(
+        "hogs",
+        epsilon=args.epsilon,
+        feature_share=args.feature_share,
+        tau=args.tau,
+        steps=args.steps,
+    )
+    params = proto.params
     result, collect_s = _timed(lambda: collect_round(proto, g, 0, proto.config(), seed=0))
     reported, observed = adjacency_reports(result.reports, n)
     x0, _ = feature_reports(result.reports, n, g.num_features)
     rows = FeatureRows(x0)
-    flip = flip_probability(params.eps_adjacency)
+    flip = flip_probability(proto.eps_adjacency)
     need = min(params.tau, FR_THRESHOLD) if params.steps > 0 else params.tau
     dev = torch.device(args.device)
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None

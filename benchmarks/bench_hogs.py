@@ -30,7 +30,7 @@ def stage(record: dict, name: str):
 
 def one(n: int, args: argparse.Namespace) -> dict:
     from ldpgraph.protocols.base import CuratorView
-    from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
+    from ldpgraph.protocols.registry import make_protocol
     from ldpgraph.simulation.backends.local import collect_round
     from ldpgraph.simulation.datasets import load_dataset
 
@@ -44,7 +44,13 @@ def one(n: int, args: argparse.Namespace) -> dict:
                 f"synthetic:n={n},classes={args.classes},avg_degree={args.avg_degree},"
                 f"d={args.d},feature_density={args.feature_density},seed=0"
             )
-    proto = HogsProtocol(HogsParams(args.epsilon, args.feature_share, args.tau, args.steps))
+    proto = make_protocol(
+        "hogs",
+        epsilon=args.epsilon,
+        feature_share=args.feature_share,
+        tau=args.tau,
+        steps=args.steps,
+    )
     with stage(rec, "collect"):
         result = collect_round(proto, g, 0, proto.config(), seed=0)
     report_ones = sum(r.adjacency.size for r in result.reports.values())

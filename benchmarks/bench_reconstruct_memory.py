@@ -44,7 +44,7 @@ def make_reports(args: argparse.Namespace, path: Path) -> None:
 
     from ldpgraph.protocols.laplace import DiscreteLaplace
     from ldpgraph.protocols.ldp.assemble import adjacency_reports, feature_reports
-    from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
+    from ldpgraph.protocols.registry import make_protocol
     from ldpgraph.protocols.rng import stage_rng
     from ldpgraph.simulation.backends.local import collect_round
     from ldpgraph.simulation.datasets import load_dataset
@@ -53,13 +53,13 @@ def make_reports(args: argparse.Namespace, path: Path) -> None:
         f"synthetic:n={args.n},avg_degree={args.avg_degree},d={args.d},"
         f"feature_density={args.feature_density},seed=0"
     )
-    proto = HogsProtocol(HogsParams(args.epsilon, args.feature_share))
+    proto = make_protocol("hogs", epsilon=args.epsilon, feature_share=args.feature_share)
     result = collect_round(proto, g, 0, proto.config(), seed=0)
     reported, observed = adjacency_reports(result.reports, g.num_nodes)
     x0, _ = feature_reports(result.reports, g.num_nodes, g.num_features)
     del result
     degree = np.bincount(g.edges.ravel(), minlength=g.num_nodes)
-    eps_d = args.degree_share * proto.params.eps_adjacency
+    eps_d = args.degree_share * proto.eps_adjacency
     noise = DiscreteLaplace(eps_d).noise((g.num_nodes,), stage_rng(0, "bench"))
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(
@@ -76,10 +76,11 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
     import numpy as np
     import scipy.sparse as sp
 
-    from ldpgraph.protocols.ldp.blink import BlinkParams, blink_graph
-    from ldpgraph.protocols.ldp.hogs import HogsParams, reconstruct_features, reconstruct_topology
+    from ldpgraph.protocols.ldp.blink import blink_graph
+    from ldpgraph.protocols.ldp.hogs import reconstruct_features, reconstruct_topology
     from ldpgraph.protocols.ldp.similarity import FeatureRows
     from ldpgraph.protocols.mechanisms import flip_probability
+    from ldpgraph.protocols.registry import make_protocol
 
     z = np.load(path)
     n = z["observed"].shape[0]
@@ -88,7 +89,7 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
     )
     observed, x0, noisy = z["observed"], z["x0"], z["noisy_degree"]
     report_bytes = reported.indices.nbytes + reported.data.nbytes + reported.indptr.nbytes
-    hp = HogsParams(args.epsilon, args.feature_share)
+    hp = make_protocol("hogs", epsilon=args.epsilon, feature_share=args.feature_share)
     out: dict = {
         "protocol": protocol,
         "n": n,
@@ -102,18 +103,22 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
         if protocol == "hogs":
             rows = FeatureRows(x0)
             topo = reconstruct_topology(
-                reported, observed, rows, flip_probability(hp.eps_adjacency), min(hp.tau, 0.5)
+                reported,
+                observed,
+                rows,
+                flip_probability(hp.eps_adjacency),
+                min(hp.params.tau, 0.5),
             )
             t1 = time.perf_counter()
             x = reconstruct_features(x0, topo.i, topo.j, topo.prob, hp.steps)
-            out["edges"] = int((topo.prob >= hp.tau).sum())
+            out["edges"] = int((topo.prob >= hp.params.tau).sum())
             out["topology_s"] = round(t1 - t0, 2)
             del x
         else:
-            bp = BlinkParams(
-                hp.eps_adjacency / (1.0 - args.degree_share),
+            bp = make_protocol(
+                protocol,
+                epsilon=hp.eps_adjacency / (1.0 - args.degree_share),
                 degree_share=args.degree_share,
-                variant=protocol.removeprefix("blink-"),
             )
             assert abs(bp.eps_adjacency - hp.eps_adjacency) < 1e-9
             graph = blink_graph(noisy, np.ones(n, bool), reported, observed, bp)

@@ -98,9 +98,8 @@ class SybilAttack:
             target_class = int(np.bincount(y[honest]).argmax()) if honest.any() else 0
         of_class = honest & (y == target_class)
         targets = np.flatnonzero(of_class if self.targets == "class" else honest).astype(np.int64)
-        params = getattr(protocol, "params", None)
-        eps_a = getattr(params, "eps_adjacency", None)
-        eps_f = getattr(params, "eps_features", 0.0) or None
+        eps_a = getattr(protocol, "eps_adjacency", None)  # the split-budget protocols' ε_a, ε_f
+        eps_f = getattr(protocol, "eps_features", 0.0) or None
         fanout = self.fanout
         if fanout is None:
             if self.mode == "flood" or eps_a is None:

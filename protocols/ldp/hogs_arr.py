@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, RoundResult
@@ -43,8 +42,8 @@ from ..mechanisms import check_keep_probability, flip_probability
 from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
-from .hogs import TAU, HogsParams, HogsProtocol, hogs_privacy_report
-from .node_reports import noisy_features, rr_onebit_batch, sampled_row
+from .hogs import TAU, HogsProtocol
+from .node_reports import rr_onebit_batch, sampled_row
 
 MU = Param(
     "mu",
@@ -91,20 +90,6 @@ def keep_probability(mu: float, report_cap: float, num_nodes: int, eps_adjacency
     return mu
 
 
-@dataclass(frozen=True)
-class HogsArrParams(HogsParams):
-    """HoGS's parameters plus the two that fix μ (see :func:`keep_probability`)."""
-
-    mu: float = MU.default
-    report_cap: float = REPORT_CAP.default
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.public_features:
-            raise ValueError("hogs-arr perturbs features (use hogs-edge for public features)")
-        keep_probability(self.mu, self.report_cap, 2, self.eps_adjacency)
-
-
 @register(
     "hogs-arr",
     label="HoGS-ARR",
@@ -115,38 +100,26 @@ class HogsArrParams(HogsParams):
 class HogsArrProtocol(HogsProtocol):
     """HoGS whose nodes send a μ-sample of their RR 1s, and whose server's posterior knows it."""
 
-    params: HogsArrParams
-
-    @classmethod
-    def from_params(cls, name: str, **params: Any) -> HogsArrProtocol:
-        return cls(HogsArrParams(**params))
-
-    def __init__(self, params: HogsArrParams) -> None:
-        super().__init__(params)
-        self.name = "hogs-arr"
-
     def config(self) -> dict[str, Any]:
         return {**super().config(), "mu": self.params.mu, "report_cap": self.params.report_cap}
 
     def keep_probability(self, num_nodes: int) -> float:
         p = self.params
-        return keep_probability(p.mu, p.report_cap, num_nodes, p.eps_adjacency)
+        return keep_probability(p.mu, p.report_cap, num_nodes, self.eps_adjacency)
 
     def client_step(
         self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
     ) -> Report:
-        p = self.params
         mu = self.keep_probability(view.num_nodes)  # checked in (0, 1] by the mechanism
-        adj = sampled_row(view, p.eps_adjacency, mu, seed, round_)
-        feats = noisy_features(view, p.eps_features, seed, round_)
+        adj = sampled_row(view, self.eps_adjacency, mu, seed, round_)
+        feats = self.noisy_features(view, seed, round_)
         return Report(view.node_id, round_, view.num_nodes, adj, feats)
 
     def client_step_batch(
         self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
     ) -> ReportBatch:
-        p = self.params
         mu = self.keep_probability(batch.num_nodes)
-        return rr_onebit_batch(batch, round_, seeds, p.eps_adjacency, p.eps_features, mu=mu)
+        return rr_onebit_batch(batch, round_, seeds, self.eps_adjacency, self.eps_features, mu=mu)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
@@ -154,7 +127,7 @@ class HogsArrProtocol(HogsProtocol):
         release = super().server_step(round_, result, curator, seed)
         n = curator.num_nodes
         mu = self.keep_probability(n)
-        noise = n * (n - 1) * flip_probability(self.params.eps_adjacency)
+        noise = n * (n - 1) * flip_probability(self.eps_adjacency)
         release.stats.update({"mu": mu, "noise_ones": noise, "sent_noise_ones": mu * noise})
         release.privacy = self.privacy_report(curator.num_features, num_nodes=n)
         return release
@@ -165,7 +138,7 @@ class HogsArrProtocol(HogsProtocol):
         """HoGS's report (the sampling is post-processing) with a note naming μ: its value
         when ``num_nodes`` is known, else the rule that sets it."""
         p = self.params
-        rep = hogs_privacy_report(self.name, p, num_features)
+        rep = super().privacy_report(num_features)
         rule = f"μ = min(mu, report_cap/(n·(n−1)·p)) with mu = {p.mu:g}, report_cap = " + (
             f"{p.report_cap:g}" if p.report_cap > 0 else "0 (no cap)"
         )

@@ -23,30 +23,17 @@ edges, under "lower" they are edges iff the larger-id endpoint (if present) repo
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..accounting import ACCOUNTANT, bit_part, pure_epsilon, rr_event, unit_summary
-from ..base import (
-    EPSILON,
-    FEATURE_SHARE,
-    CuratorView,
-    EpsilonParts,
-    LdpProtocol,
-    ReportSchema,
-    RoundResult,
-)
-from ..batch import NodeBatch, ReportBatch
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, RoundResult
 from ..graph import canonical_edges
 from ..params import Param
 from ..registry import register
-from ..types import NodeView, PrivacyReport, Release, Report
-from .assemble import adjacency_reports, feature_reports
-from .node_reports import noisy_features, noisy_row, rr_onebit_batch
+from ..types import Release
+from .assemble import adjacency_reports
+from .split_budget import RRSplitBudgetProtocol
 
 COMBINE = ("or", "and", "lower")
 COMBINE_PARAM = Param(
@@ -58,35 +45,6 @@ COMBINE_PARAM = Param(
     choices=COMBINE,
     server_side=True,
 )
-
-
-@dataclass(frozen=True)
-class RRParams:
-    """``feature_share`` is the HoGS paper's δ (ε_f = share·ε); ignored with public features."""
-
-    epsilon: float
-    feature_share: float = FEATURE_SHARE.default
-    public_features: bool = False
-    combine: str = COMBINE_PARAM.default
-
-    def __post_init__(self) -> None:
-        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
-            raise ValueError(f"epsilon must be a finite number > 0, got {self.epsilon}")
-        if not self.public_features and not 0.0 < self.feature_share < 1.0:
-            raise ValueError(
-                f"feature share must be in (0, 1) when features are private, got "
-                f"{self.feature_share} (use rr-edge for public features)"
-            )
-        if self.combine not in COMBINE:
-            raise ValueError(f"combine must be one of {COMBINE}, got {self.combine!r}")
-
-    @property
-    def eps_adjacency(self) -> float:
-        return self.epsilon if self.public_features else (1.0 - self.feature_share) * self.epsilon
-
-    @property
-    def eps_features(self) -> float:
-        return 0.0 if self.public_features else self.feature_share * self.epsilon
 
 
 def combine_reports(reported, combine: str) -> np.ndarray:
@@ -121,118 +79,31 @@ def combine_reports(reported, combine: str) -> np.ndarray:
     public_features=True,
     summary="plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)",
 )
-class RRProtocol(LdpProtocol):
-    """``rr`` (RR adjacency + 1-bit features) and ``rr-edge`` (RR adjacency, public features)."""
-
-    rounds = 1
-
-    @classmethod
-    def from_params(cls, name: str, **params: Any) -> RRProtocol:
-        return cls(RRParams(public_features=name == "rr-edge", **params))
-
-    def __init__(self, params: RRParams) -> None:
-        self.params = params
-        self.public_features = params.public_features
-        self.name = "rr-edge" if params.public_features else "rr"
+class RRProtocol(RRSplitBudgetProtocol):
+    """``rr`` (RR adjacency + 1-bit features) and ``rr-edge`` (RR adjacency, public features):
+    the split-budget client step, and a server that only combines the two reports of a pair."""
 
     def config(self) -> dict[str, Any]:
         p = self.params
         out: dict[str, Any] = {"protocol": self.name, "epsilon": p.epsilon, "combine": p.combine}
-        if not p.public_features:
+        if not self.public_features:
             out["feature_share"] = p.feature_share
         return out
-
-    def round_epsilon(self, round_: int) -> float:
-        return self.params.eps_adjacency + self.params.eps_features
-
-    def epsilon_parts(self, round_: int) -> EpsilonParts:
-        """RR on each adjacency bit (ε_a), the 1-bit mechanism on each feature (ε_f)."""
-        return EpsilonParts(self.params.eps_adjacency, self.params.eps_features)
-
-    def schema(self, round_: int) -> ReportSchema:
-        return ReportSchema(adjacency=True, features=not self.params.public_features)
-
-    def client_step(
-        self, round_: int, view: NodeView, server_msg: dict[str, Any], seed: int
-    ) -> Report:
-        p = self.params
-        adj = noisy_row(view, p.eps_adjacency, seed, round_)
-        feats = None if p.public_features else noisy_features(view, p.eps_features, seed, round_)
-        return Report(view.node_id, round_, view.num_nodes, adj, feats)
-
-    def client_step_batch(
-        self, round_: int, batch: NodeBatch, server_msg: dict[str, Any], seeds: int | Sequence[int]
-    ) -> ReportBatch:
-        p = self.params
-        eps_f = None if p.public_features else p.eps_features
-        return rr_onebit_batch(batch, round_, seeds, p.eps_adjacency, eps_f)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
-        p = self.params
         n, d = curator.num_nodes, curator.num_features
         reported, observed = adjacency_reports(result.reports, n)
-        edges = combine_reports(reported, p.combine)
-        if p.public_features:
-            if curator.public_features is None:
-                raise ValueError(f"{self.name} needs the public features in the curator view")
-            x = curator.public_features
-            feature_count = n
-        else:
-            x, feat_obs = feature_reports(result.reports, n, d)
-            feature_count = int(feat_obs.sum())
+        edges = combine_reports(reported, self.params.combine)
+        x, sent = self.server_features(result, curator)
         stats = {
             "adjacency_reports": int(observed.sum()),
-            "feature_reports": feature_count if not p.public_features else 0,
+            "feature_reports": 0 if sent is None else int(sent.sum()),
             "reported_ones": int(reported.nnz),
-            "combine": p.combine,
+            "combine": self.params.combine,
         }
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)
 
-    def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        p = self.params
-        parts = [bit_part("adjacency", "one adjacency bit (edge LDP)", p.eps_adjacency)]
-        notes = [
-            f"ε_a = {p.eps_adjacency:g} protects any one bit of a node's adjacency row (edge "
-            "LDP). Combining the two reports of a pair and training are post-processing.",
-            "An edge {i, j} is reported by both endpoints; the pair of reports about it is "
-            f"2·ε_a = {2 * p.eps_adjacency:g}-DP for that edge (edge LDP is per row, as in the "
-            "papers).",
-        ]
-        if p.public_features:
-            total = pure_epsilon([rr_event(p.eps_adjacency)])
-            unit = "adjacency bit (edge LDP); features are public and not protected"
-            notes.append(
-                "Features are treated as public: they are neither perturbed nor protected."
-            )
-        else:
-            parts.append(
-                bit_part("features", "one feature bit (feature LDP)", p.eps_features, num_features)
-            )
-            total = pure_epsilon([rr_event(p.eps_adjacency), rr_event(p.eps_features)])
-            unit = "one adjacency bit plus one feature bit of a node (edge LDP + feature LDP)"
-            notes.append(
-                f"ε_f = {p.eps_features:g} is per feature BIT (HoGS's definition); the whole "
-                "d-bit vector is protected only at d·ε_f"
-                + (f" = {num_features * p.eps_features:g}" if num_features else "")
-                + "."
-            )
-        headline, unit_eps = unit_summary(
-            adjacency_label="ε_a",
-            rr_adjacency=p.eps_adjacency,
-            feature_bit=None if p.public_features else p.eps_features,
-            num_features=num_features,
-        )
-        return PrivacyReport(
-            protocol=self.name,
-            unit=unit,
-            epsilon=total,
-            delta=0.0,
-            accountant=ACCOUNTANT,
-            parts=parts,
-            paper_epsilon=p.epsilon,
-            notes=notes,
-            headline=headline,
-            unit_epsilons=unit_eps,
-        )
+    def server_notes(self) -> list[str]:
+        return ["Combining the two reports of a pair and training are post-processing."]

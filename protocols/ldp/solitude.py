@@ -3,9 +3,9 @@ mode of its official code (github.com/WanyuGroup/TIFS2022-Solitude).
 
 WHAT IS IMPLEMENTED
 - Client (HoGS's reproduction, the HoGS paper Section V): RR on the adjacency row with ε_a =
-  (1−share)·ε and HoGS's per-bit 1-bit mechanism on the features with ε_f = share·ε — exactly HoGS's
-  client step, which is reused (not copied). The diagonal is never reported (deviation: the official
-  Solitude code also perturbs the diagonal).
+  (1−share)·ε and HoGS's per-bit 1-bit mechanism on the features with ε_f = share·ε — exactly
+  HoGS's client step, the split-budget one of :mod:`.split_budget`. The diagonal is never
+  reported (deviation: the official Solitude code also perturbs the diagonal).
 - Server, graph: the graph estimator of the official code, analysed: one
   step on ‖S − Ã‖_F + γ·L_GNN from S = Ã, a proximal L1 step (soft-threshold by
   ``l1_alpha``·``lr``), clamp to [0, 1]. At S = Ã the Frobenius term's gradient is 0 and L_GNN
@@ -35,19 +35,17 @@ WHAT IS NOT IMPLEMENTED
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import EPSILON, FEATURE_SHARE, ClientSideOf, CuratorView, RoundResult
+from ..base import EPSILON, FEATURE_SHARE, CuratorView, RoundResult
 from ..graph import canonical_edges
-from ..params import Param
+from ..params import Param, Params
 from ..registry import register
 from ..types import PrivacyReport, Release
-from .assemble import adjacency_reports, feature_reports
-from .hogs import HogsParams, HogsProtocol, hogs_privacy_report
+from .assemble import adjacency_reports
 from .kprop import kprop
+from .split_budget import RRSplitBudgetProtocol
 
 #: The official code's estimator constants: L1 proximal weight α and model lr.
 OFFICIAL_L1_ALPHA = 5e-4
@@ -85,42 +83,15 @@ LY = Param("ly", int, 0, "label propagation steps (only 0 is implemented)", low=
     summary="Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + "
     "KProp(lx) of 1-bit features; the joint learned-graph training is not implemented",
 )
-class SolitudeProtocol(ClientSideOf):
+class SolitudeProtocol(RRSplitBudgetProtocol):
     """Solitude (official-code mode) under HoGS's split: see the module docstring."""
 
-    name = "solitude"
-    rounds = 1
-
-    def __init__(
-        self,
-        epsilon: float,
-        feature_share: float = FEATURE_SHARE.default,
-        lx: int = LX.default,
-        ly: int = LY.default,
-    ) -> None:
-        # The declarations check what a direct construction passes, as the registry does.
-        lx, ly = LX.check(self.name, lx), LY.check(self.name, ly)
-        if ly != 0:
+    def __init__(self, name: str, params: Params) -> None:
+        if params.ly != 0:
             raise ValueError(
                 "solitude: label KProp (ly > 0) is not wired into training yet; use ly = 0"
             )
-        self.params = HogsParams(float(epsilon), feature_share=float(feature_share))
-        self.client_side = HogsProtocol(self.params)
-        self.lx = int(lx)
-        self.ly = int(ly)
-
-    @property
-    def epsilon(self) -> float:
-        return self.params.epsilon
-
-    def config(self) -> dict[str, Any]:
-        return {
-            "protocol": self.name,
-            "epsilon": self.params.epsilon,
-            "feature_share": self.params.feature_share,
-            "lx": self.lx,
-            "ly": self.ly,
-        }
+        super().__init__(name, params)
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
@@ -131,21 +102,29 @@ class SolitudeProtocol(ClientSideOf):
         same_support = estimate.nnz == reported.nnz
         coo = estimate.tocoo()
         edges = canonical_edges(np.stack([coo.row, coo.col], axis=1), n)
-        x0, feat_obs = feature_reports(result.reports, n, d)
-        x = kprop(x0, edges, n, self.lx, norm="sym", isolated="zero").astype(np.float32)
+        x0, feat_obs = self.server_features(result, curator)
+        x = kprop(x0, edges, n, self.params.lx, norm="sym", isolated="zero").astype(np.float32)
         stats = {
             "adjacency_reports": int(observed.sum()),
             "feature_reports": int(feat_obs.sum()),
             "reported_ones": int(reported.nnz),
             "estimator_support_equals_rr": bool(same_support),
             "mode": "official",
-            "lx": self.lx,
-            "ly": self.ly,
+            "lx": self.params.lx,
+            "ly": self.params.ly,
         }
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)
 
+    def server_notes(self) -> list[str]:
+        return [
+            "The estimator step, the OR of a pair's two reports and KProp (lx) are "
+            "post-processing of the reports: tuning lx on one collection spends nothing more. "
+            "Tuning the split (feature_share) or ε is not: each configuration collects fresh "
+            "reports, so a node spends the sum of the ε of every collection a sweep used."
+        ]
+
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        rep = hogs_privacy_report(self.name, self.params, num_features)
+        rep = super().privacy_report(num_features)
         rep.notes.append(
             "Solitude reproduced as in the HoGS paper: HoGS's per-bit 1-bit features, not the "
             "vector-level multi-bit mechanism of the original Solitude."

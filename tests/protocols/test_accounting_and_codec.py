@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from ldpgraph.protocols.accounting import PLD_DISCRETIZATION, pure_epsilon, rr_event
-from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
 from ldpgraph.protocols.registry import make_protocol, protocol_names
 from ldpgraph.protocols.reports import ReportError, decode_report, encode_report
 from ldpgraph.protocols.types import Report
@@ -33,13 +32,13 @@ def test_composition_adds_up():
 
 
 def test_hogs_privacy_report():
-    rep = HogsProtocol(HogsParams(8.0, feature_share=0.25)).privacy_report(1433)
+    rep = make_protocol("hogs", epsilon=8.0, feature_share=0.25).privacy_report(1433)
     parts = {p["part"]: p for p in rep.parts}
     assert parts["adjacency"]["epsilon"] == pytest.approx(6.0, abs=1e-3)
     assert parts["features"]["epsilon"] == pytest.approx(2.0, abs=1e-3)
     assert rep.epsilon == pytest.approx(8.0, abs=1e-3) and rep.epsilon >= 8.0 - 1e-9
     assert any("2866" in note for note in rep.notes)  # d·ε_f for the whole vector
-    edge = HogsProtocol(HogsParams(5.0, public_features=True)).privacy_report()
+    edge = make_protocol("hogs-edge", epsilon=5.0).privacy_report()
     assert edge.epsilon == pytest.approx(5.0, abs=1e-3) and len(edge.parts) == 1
     # τ and l are post-processing; tuning the split or ε collects fresh reports, which count.
     tuning = [note for note in rep.notes if "post-processing" in note]

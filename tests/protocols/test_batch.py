@@ -19,7 +19,7 @@ import pytest
 from ldpgraph.protocols.base import ReportSchema
 from ldpgraph.protocols.batch import BatchBuilder, NodeBatch, ReportBatch
 from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.protocols.ldp import node_reports
+from ldpgraph.protocols.ldp import node_reports, rr_batch
 from ldpgraph.protocols.ldp.assemble import adjacency_reports, extra_reports, feature_reports
 from ldpgraph.protocols.ldp.node_reports import rr_onebit_batch
 from ldpgraph.protocols.registry import make_protocol
@@ -91,20 +91,20 @@ def test_batched_rr_rows_equal_perturb_row(monkeypatch, eps, cells):
     (ε = 0.5), later rounds after repeated ranks (ε = 2.3, 3: ~55 and ~28 flips among 600),
     few flips (ε = 5); whole batches and slices of at most 64 cells (a hub alone)."""
     if cells is not None:
-        monkeypatch.setattr(node_reports, "_RANK_CELLS", cells)
+        monkeypatch.setattr(rr_batch, "_RANK_CELLS", cells)
     graph = hub_graph()
     nodes = np.concatenate([np.arange(600)[::-1][:300], np.arange(300)])
     batch = NodeBatch.of_graph(graph, nodes)
     later = []
-    real = node_reports._flipped_ranks
+    real = rr_batch._flipped_ranks
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
         later.append(out[2].size)
         return out
 
-    monkeypatch.setattr(node_reports, "_flipped_ranks", spy)
-    indptr, indices = node_reports._rr_rows(batch, node_reports._strict_rows(batch), 3, 11, eps)
+    monkeypatch.setattr(rr_batch, "_flipped_ranks", spy)
+    indptr, indices = rr_batch.rr_rows(batch, rr_batch.strict_rows(batch), 3, 11, eps)
     for k, view in enumerate(batch.views()):
         want = node_reports.noisy_row(view, eps, 11, 3)
         got = indices[indptr[k] : indptr[k + 1]]
@@ -139,10 +139,10 @@ def test_the_batched_step_refuses_mu_outside_0_1(small, mu):
 def test_batched_sampled_rows_equal_asymmetric_rr(monkeypatch, eps):
     """μ < 1 (hogs-arr): dense rows (RR's row, then keep_each on SAMPLING) and sparse rows
     (the lazy sampling) are AsymmetricRR.perturb_row's, byte for byte, in slices too."""
-    monkeypatch.setattr(node_reports, "_RANK_CELLS", 64)
+    monkeypatch.setattr(rr_batch, "_RANK_CELLS", 64)
     graph = hub_graph()
     batch = NodeBatch.of_graph(graph, np.arange(600))
-    got = node_reports._rr_rows(batch, node_reports._strict_rows(batch), 2, 13, eps, 0.3)
+    got = rr_batch.rr_rows(batch, rr_batch.strict_rows(batch), 2, 13, eps, 0.3)
     indptr, indices = got
     for k, view in enumerate(batch.views()):
         want = node_reports.sampled_row(view, eps, 0.3, 13, 2)

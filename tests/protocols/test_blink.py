@@ -18,18 +18,15 @@ from ldpgraph.protocols.laplace import (
 )
 from ldpgraph.protocols.ldp import reported_pairs
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
-from ldpgraph.protocols.ldp.blink import (
-    DEGREE_FIELD,
+from ldpgraph.protocols.ldp.blink import DEGREE_FIELD, BlinkProtocol
+from ldpgraph.protocols.ldp.blink_beta import (
     SERIES_MAX_ABS,
-    BlinkParams,
-    BlinkProtocol,
-    Posterior,
     fit_beta,
-    pairs_with_sum_at_least,
     sigmoid,
     sigmoid_row_sums,
     sigmoid_row_sums_exact,
 )
+from ldpgraph.protocols.ldp.blink_posterior import Posterior, pairs_with_sum_at_least
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import make_protocol, protocol_from_config
 from ldpgraph.protocols.reports import decode_report, encode_report
@@ -82,7 +79,7 @@ def test_blink_client_step_budget_split_end_to_end():
     ones are kept with 1 − p(ε_a), feature bits follow the 1-bit mechanism at ε_f; the wrong
     budgets fail."""
     proto = make_protocol("fp-blink", epsilon=4.0, share1=0.75, share2=0.5)
-    p = proto.params
+    p = proto
     assert (p.eps_features, p.eps_adjacency, p.eps_degree) == (1.0, 1.5, 1.5)
     n, d, deg, reps = 150, 40, 30, 20_000
     view, x = star_views(n, d, deg)
@@ -300,9 +297,7 @@ def test_blink_edge_only_equals_dense(variant, eps, share, drop):
     cur = CuratorView(g.num_nodes, g.num_features, public_features=g.x)
     release = proto.server_step(0, result, cur, seed=7)
     bits, observed, noisy, has = dense_inputs(result, g.num_nodes)
-    ref = dense_blink(
-        noisy, has, bits, observed, proto.params.eps_adjacency, variant, min_weight=0.01
-    )
+    ref = dense_blink(noisy, has, bits, observed, proto.eps_adjacency, variant, min_weight=0.01)
     np.testing.assert_array_equal(release.edges, ref["edges"])
     if variant == "hard":
         assert release.edge_weight is None
@@ -331,7 +326,7 @@ def test_blink_on_a_sparse_graph_equals_dense(variant):
     result = collect(proto, g, seed=4, drop=(7,))
     release = proto.server_step(0, result, CuratorView(n, 8, public_features=x), seed=4)
     bits, observed, noisy, has = dense_inputs(result, n)
-    ref = dense_blink(noisy, has, bits, observed, proto.params.eps_adjacency, variant)
+    ref = dense_blink(noisy, has, bits, observed, proto.eps_adjacency, variant)
     np.testing.assert_array_equal(release.edges, ref["edges"])
     if variant != "hard":
         np.testing.assert_allclose(release.edge_weight, ref["weight"], rtol=0, atol=1e-12)
@@ -357,7 +352,7 @@ def test_blink_with_private_features_equals_dense(name, params, eps, drop):
     result = collect(proto, g, seed=3, drop=drop)
     release = proto.server_step(0, result, CuratorView(60, 16), seed=3)
     bits, observed, noisy, has = dense_inputs(result, 60)
-    p = proto.params
+    p = proto
     ref = dense_blink(noisy, has, bits, observed, p.eps_adjacency, p.variant, p.min_weight)
     np.testing.assert_array_equal(release.edges, ref["edges"])
     x = np.zeros((60, 16), dtype=np.uint8)
@@ -396,7 +391,7 @@ def test_blink_streamed_equals_dense_for_any_chunks(monkeypatch):
             if base.edge_weight is not None:
                 np.testing.assert_array_equal(other.edge_weight, base.edge_weight)
         bits, observed, noisy, has = dense_inputs(result, 71)
-        p = proto.params
+        p = proto
         ref = dense_blink(noisy, has, bits, observed, p.eps_adjacency, p.variant, p.min_weight)
         np.testing.assert_array_equal(base.edges, ref["edges"])
         assert base.stats["reported_pairs"] == int(np.triu((bits + bits.T) > 0, k=1).sum())
@@ -464,7 +459,7 @@ def test_soft_reports_the_weight_it_drops():
     result = collect(proto, g, seed=5)
     release = proto.server_step(0, result, CuratorView(70, 8, public_features=g.x), seed=5)
     bits, observed, noisy, has = dense_inputs(result, 70)
-    prob = dense_blink(noisy, has, bits, observed, proto.params.eps_adjacency, "soft")["prob"]
+    prob = dense_blink(noisy, has, bits, observed, proto.eps_adjacency, "soft")["prob"]
     soft = release.stats["soft"]
     assert soft["total_weight"] == pytest.approx(prob.sum(), rel=1e-12)
     assert soft["dropped_weight"] == pytest.approx(prob[prob < 0.05].sum(), rel=1e-9)
@@ -507,25 +502,27 @@ def test_config_round_trip(name, params):
     proto = make_protocol(name, epsilon=5.0, **params)
     again = protocol_from_config({**proto.config(), "op": "report", "round": 0})
     assert again.config() == proto.config()
-    assert again.params == proto.params
+    if name != "fp-blink":  # fp-blink's config names (δ1, δ2), not the shares it came from
+        assert again.params == proto.params
+    assert (again.feature_share, again.degree_share) == (proto.feature_share, proto.degree_share)
     assert again.round_epsilon(0) == proto.round_epsilon(0)
     assert proto.round_epsilon(0) == pytest.approx(5.0, abs=1e-12)  # the parts sum to ε
     assert again.name == name
 
 
 def test_params_validation():
-    with pytest.raises(ValueError, match="degree share"):
-        BlinkParams(1.0, degree_share=0.0)
-    with pytest.raises(ValueError, match="feature share"):
-        BlinkParams(1.0, public_features=False, feature_share=0.0)
+    """The registry checks the declared ranges; FP-BLink's derived shares are checked here."""
+    with pytest.raises(ValueError, match="degree_share"):
+        make_protocol("blink-hard", epsilon=1.0, degree_share=0.0)
+    with pytest.raises(ValueError, match="feature_share"):
+        make_protocol("blink-fr", epsilon=1.0, feature_share=0.0)
     with pytest.raises(ValueError, match="variant"):
-        BlinkParams(1.0, variant="medium")
-    with pytest.raises(ValueError, match="min weight"):
-        BlinkParams(1.0, min_weight=0.0)
+        make_protocol("blink-fr", epsilon=1.0, variant="medium")
+    with pytest.raises(ValueError, match="min_weight"):
+        make_protocol("blink-soft", epsilon=1.0, min_weight=0.0)
     with pytest.raises(ValueError, match="epsilon"):
-        BlinkParams(math.inf)
-    with pytest.raises(ValueError, match="does not match"):
-        BlinkProtocol(BlinkParams(1.0, variant="soft"), "blink-hard")
+        make_protocol("blink-hard", epsilon=math.inf)
+    assert isinstance(make_protocol("blink-soft", epsilon=1.0), BlinkProtocol)
     with pytest.raises(ValueError, match="feature share"):
         make_protocol("fp-blink", epsilon=1.0, share1=1.0)
     with pytest.raises(ValueError, match="degree share"):

@@ -13,7 +13,6 @@ from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
 from ldpgraph.protocols.ldp.consistency import disagreements, onebit_rates, screen, without
-from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
 from ldpgraph.protocols.mechanisms import OneBit, flip_probability
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.simulation.adversary import SybilAttack, SybilCollector
@@ -31,8 +30,8 @@ def test_honest_disagreements_follow_binomial_whatever_the_degree():
     g = small_graph(300)
     eps = 1.5
     p = flip_probability(eps)
-    proto = HogsProtocol(HogsParams(eps / 0.9, feature_share=0.1))  # ε_a = 1.5
-    assert math.isclose(proto.params.eps_adjacency, eps)
+    proto = make_protocol("hogs", epsilon=eps / 0.9, feature_share=0.1)  # ε_a = 1.5
+    assert math.isclose(proto.eps_adjacency, eps)
     n = g.num_nodes
     totals, per_node = [], []
     for seed in range(20):
@@ -69,7 +68,7 @@ def test_honest_collections_lose_no_node():
     """Seeded honest collections at several ε: the screening flags nobody."""
     g = small_graph(300)
     for eps in (2.0, 4.0, 8.0):
-        proto = HogsProtocol(HogsParams(eps, consistency_alpha=0.01))
+        proto = make_protocol("hogs", epsilon=eps, consistency_alpha=0.01)
         for seed in range(5):
             cur = CuratorView(g.num_nodes, g.num_features, g.feature_domain)
             release, _ = run_protocol(proto, g, cur, seed)
@@ -105,7 +104,7 @@ def test_screen_rejects_bad_levels():
     with pytest.raises(ValueError, match="flip"):
         screen(r, np.ones(3, bool), 0.5, 0.1)
     with pytest.raises(ValueError, match="consistency_alpha"):
-        HogsParams(4.0, consistency_alpha=1.0)
+        make_protocol("hogs", epsilon=4.0, consistency_alpha=1.0)
 
 
 def _honest_pairs(edges: np.ndarray, honest: np.ndarray) -> set[tuple[int, int]]:

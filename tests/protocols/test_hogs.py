@@ -9,18 +9,14 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
-from ldpgraph.protocols.ldp import hogs, reported_pairs
+from ldpgraph.protocols.ldp import hogs_features, reported_pairs
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
-from ldpgraph.protocols.ldp.hogs import (
-    HogsParams,
-    HogsProtocol,
-    posterior,
-    reconstruct_features,
-    reconstruct_topology,
-    similarity_threshold,
-)
+from ldpgraph.protocols.ldp.hogs import HogsProtocol, reconstruct_features, reconstruct_topology
+from ldpgraph.protocols.ldp.posterior import posterior, similarity_threshold
 from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.mechanisms import flip_probability
+from ldpgraph.protocols.params import ProtocolParameterError
+from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.types import NodeView
 
 from ..reference.hogs import dense_hogs, unstreamed_features
@@ -82,21 +78,20 @@ def test_sparse_equals_dense(eps, share, tau, steps, drop, budget, monkeypatch):
         monkeypatch.setattr(similarity, "PREFIX_PAIR_BUDGET", budget)
         monkeypatch.setattr(similarity, "JOIN_BLOCK_ROWS", 16)
     g = random_graph(70, 24, seed=int(eps * 10 + tau * 100 + steps))
-    params = HogsParams(eps, feature_share=share, tau=tau, steps=steps)
-    proto = HogsProtocol(params)
+    proto = make_protocol("hogs", epsilon=eps, feature_share=share, tau=tau, steps=steps)
     result = collect(proto, g, seed=5, drop=drop)
     cur = CuratorView(g.num_nodes, g.num_features)
     release = proto.server_step(0, result, cur, seed=5)
     bits, observed, x = dense_inputs(result, g.num_nodes, g.num_features, None)
     prob, edges, feats = dense_hogs(
-        bits, observed, x, flip_probability(params.eps_adjacency), tau, steps
+        bits, observed, x, flip_probability(proto.eps_adjacency), tau, steps
     )
     np.testing.assert_array_equal(release.edges, edges)
     assert np.abs(release.x - feats).max() <= 1e-6
     # The posteriors the sparse code keeps are bit-identical to the dense ones.
     reported, obs = adjacency_reports(result.reports, g.num_nodes)
     topo = reconstruct_topology(
-        reported, obs, FeatureRows(x), flip_probability(params.eps_adjacency), min(tau, 0.5)
+        reported, obs, FeatureRows(x), flip_probability(proto.eps_adjacency), min(tau, 0.5)
     )
     np.testing.assert_array_equal(topo.prob, prob[topo.i, topo.j])
     expected = np.argwhere(np.triu(prob >= min(tau, 0.5), k=1))
@@ -111,11 +106,11 @@ def test_streamed_equals_unstreamed_and_dense(block_rows, drop):
     Algorithm 2) and bit-identical features for every number of steps (against the whole
     product per step), within 1e-6 of the dense Algorithm 3."""
     g = random_graph(71, 24, seed=3)
-    params = HogsParams(3.0, feature_share=0.4, tau=0.5, steps=1)
-    result = collect(HogsProtocol(params), g, seed=2, drop=drop)
+    proto = make_protocol("hogs", epsilon=3.0, feature_share=0.4, tau=0.5, steps=1)
+    result = collect(proto, g, seed=2, drop=drop)
     reported, observed = adjacency_reports(result.reports, 71)
     bits, observed, x = dense_inputs(result, 71, 24, None)
-    p = flip_probability(params.eps_adjacency)
+    p = flip_probability(proto.eps_adjacency)
     topo = reconstruct_topology(reported, observed, FeatureRows(x), p, 0.5, block_rows=block_rows)
     for steps in range(4):
         prob, _, feats = dense_hogs(bits, observed, x, p, 0.5, steps)
@@ -133,13 +128,13 @@ def test_release_does_not_depend_on_chunk_sizes(monkeypatch):
     """Whole server steps, from report chunks of one entry and feature blocks of one row to the
     defaults: one fingerprint."""
     g = random_graph(60, 20, seed=8)
-    proto = HogsProtocol(HogsParams(4.0, feature_share=0.5, tau=0.6, steps=2))
+    proto = make_protocol("hogs", epsilon=4.0, feature_share=0.5, tau=0.6, steps=2)
     result = collect(proto, g, seed=3, drop=(4,))
     cur = CuratorView(60, 20)
     base = proto.server_step(0, result, cur, seed=3)
     for entries, fr_bytes in ((1, 1), (13, 8 * 20 * 3), (1 << 30, 1 << 40)):
         monkeypatch.setattr(reported_pairs, "BLOCK_ENTRIES", entries)
-        monkeypatch.setattr(hogs, "FR_BLOCK_BYTES", fr_bytes)
+        monkeypatch.setattr(hogs_features, "FR_BLOCK_BYTES", fr_bytes)
         again = proto.server_step(0, result, cur, seed=3)
         assert again.fingerprint() == base.fingerprint()
         assert again.stats == base.stats
@@ -149,7 +144,7 @@ def test_release_does_not_depend_on_chunk_sizes(monkeypatch):
 @pytest.mark.parametrize("drop", [(), (0, 1, 2, 9)])
 def test_edge_only_sparse_equals_dense(eps, drop):
     g = random_graph(60, 16, seed=int(eps * 7))
-    proto = HogsProtocol(HogsParams(eps, tau=0.5, public_features=True))
+    proto = make_protocol("hogs-edge", epsilon=eps, tau=0.5)
     result = collect(proto, g, seed=1, drop=drop)
     release = proto.server_step(0, result, CuratorView(60, 16, public_features=g.x), seed=1)
     bits, observed, x = dense_inputs(result, 60, 16, g.x)
@@ -228,7 +223,7 @@ def test_one_bit_likelihood_when_other_node_is_missing():
 
 def test_determinism_and_seed_dependence():
     g = random_graph(50, 20, seed=2)
-    proto = HogsProtocol(HogsParams(4.0))
+    proto = make_protocol("hogs", epsilon=4.0)
     cur = CuratorView(50, 20)
     a = proto.server_step(0, collect(proto, g, 11), cur, 11)
     b = proto.server_step(0, collect(proto, g, 11), cur, 11)
@@ -243,21 +238,22 @@ def test_determinism_and_seed_dependence():
 
 
 def test_params_validation():
-    with pytest.raises(ValueError, match="tau"):
-        HogsParams(1.0, tau=0.0)
-    with pytest.raises(ValueError, match="tau"):
-        HogsParams(1.0, tau=1.5)
-    with pytest.raises(ValueError, match="epsilon"):
-        HogsParams(float("inf"))
-    with pytest.raises(ValueError, match="feature share"):
-        HogsParams(1.0, feature_share=1.0)
-    p = HogsParams(8.0, feature_share=0.25)
+    """The registry checks the declared ranges (nothing re-checks them); the split follows."""
+    with pytest.raises(ProtocolParameterError, match="tau"):
+        make_protocol("hogs", epsilon=1.0, tau=0.0)
+    with pytest.raises(ProtocolParameterError, match="tau"):
+        make_protocol("hogs", epsilon=1.0, tau=1.5)
+    with pytest.raises(ProtocolParameterError, match="epsilon"):
+        make_protocol("hogs", epsilon=float("inf"))
+    with pytest.raises(ProtocolParameterError, match="feature_share"):
+        make_protocol("hogs", epsilon=1.0, feature_share=1.0)
+    p = make_protocol("hogs", epsilon=8.0, feature_share=0.25)
     assert p.eps_adjacency == 6.0 and p.eps_features == 2.0
 
 
 def test_block_size_does_not_change_the_result():
     g = random_graph(80, 20, seed=9)
-    proto = HogsProtocol(HogsParams(2.0, tau=0.6))
+    proto = make_protocol("hogs", epsilon=2.0, tau=0.6)
     result = collect(proto, g, seed=4, drop=(5,))
     reported, observed = adjacency_reports(result.reports, 80)
     x = np.zeros((80, 20), np.uint8)

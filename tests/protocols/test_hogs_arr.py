@@ -12,8 +12,8 @@ from scipy.stats import binom
 
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
-from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol, reconstruct_topology
-from ldpgraph.protocols.ldp.hogs_arr import HogsArrParams, HogsArrProtocol, keep_probability
+from ldpgraph.protocols.ldp.hogs import reconstruct_topology
+from ldpgraph.protocols.ldp.hogs_arr import HogsArrProtocol, keep_probability
 from ldpgraph.protocols.ldp.posterior import (
     bit_likelihoods,
     likelihoods,
@@ -34,7 +34,7 @@ ALPHA = 1e-6
 
 def arr(eps: float, mu: float, **kw) -> HogsArrProtocol:
     """hogs-arr at a fixed μ (no report cap)."""
-    return HogsArrProtocol(HogsArrParams(eps, mu=mu, report_cap=0.0, **kw))
+    return make_protocol("hogs-arr", epsilon=eps, mu=mu, report_cap=0.0, **kw)
 
 
 def binomial_interval(k: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
@@ -71,7 +71,7 @@ def test_client_reports_one_with_the_sampled_rr_law(eps, mu):
     intervals, p = 1/(e^ε_a+1); the same counts reject a 10% wrong μ and the p of a 0.25-off
     ε_a (or of the whole ε, forgetting the feature share)."""
     proto = arr(eps, mu)
-    eps_a = proto.params.eps_adjacency
+    eps_a = proto.eps_adjacency
     k1, n1, k0, n0 = report_rates(proto, draws=300)
     p = flip_probability(eps_a)
     lo1, hi1 = binomial_interval(k1, n1)
@@ -94,7 +94,7 @@ def test_sparse_rows_keep_the_sampled_rr_law(mu):
     """Below DENSE_FLIP the sampling is drawn lazily (only the kept flips' positions): the
     law is still (1−p)μ on edges and pμ on non-edges, and a wrong μ or p is rejected."""
     proto = arr(6.0, mu, feature_share=0.5)  # ε_a = 3: p = 0.047, sparse rows
-    p = flip_probability(proto.params.eps_adjacency)
+    p = flip_probability(proto.eps_adjacency)
     assert p < DENSE_FLIP
     k1, n1, k0, n0 = report_rates(proto, draws=2000)
     lo1, hi1 = binomial_interval(k1, n1)
@@ -102,7 +102,7 @@ def test_sparse_rows_keep_the_sampled_rr_law(mu):
     assert lo1 <= (1 - p) * mu <= hi1 and lo0 <= p * mu <= hi0
     for wrong_mu in (0.9 * mu, 1.1 * mu):
         assert not (lo1 <= (1 - p) * wrong_mu <= hi1 and lo0 <= p * wrong_mu <= hi0)
-    q = flip_probability(proto.params.eps_adjacency - 0.25)
+    q = flip_probability(proto.eps_adjacency - 0.25)
     assert not (lo1 <= (1 - q) * mu <= hi1 and lo0 <= q * mu <= hi0)
 
 
@@ -113,7 +113,7 @@ def test_sparse_rows_keep_only_true_ones_that_survived_hogs_rr():
     kept = total = 0
     for view in views(g)[:200]:
         true = set(np.asarray(view.neighbors).tolist())
-        full = HogsProtocol(HogsParams(8.0)).client_step(0, view, {}, 9).adjacency
+        full = make_protocol("hogs", epsilon=8.0).client_step(0, view, {}, 9).adjacency
         sampled = arr(8.0, 0.4).client_step(0, view, {}, 9).adjacency
         full_true = [v for v in full.tolist() if v in true]
         sampled_true = [v for v in sampled.tolist() if v in true]
@@ -130,7 +130,7 @@ def test_arr_report_is_a_sample_of_the_hogs_report():
     g = random_graph(300, 8, seed=3)
     kept = total = 0
     for view in views(g)[:60]:
-        full = HogsProtocol(HogsParams(1.0)).client_step(0, view, {}, 9).adjacency
+        full = make_protocol("hogs", epsilon=1.0).client_step(0, view, {}, 9).adjacency
         sampled = arr(1.0, 0.4).client_step(0, view, {}, 9).adjacency
         assert np.isin(sampled, full).all()
         kept += sampled.size
@@ -175,7 +175,7 @@ def test_mu_is_public_from_n_and_eps_a_only():
     proto = make_protocol("hogs-arr", epsilon=4.0, report_cap=2000.0)
     g = random_graph(500, 8, seed=1)
     mu = proto.keep_probability(500)
-    eps_a = proto.params.eps_adjacency
+    eps_a = proto.eps_adjacency
     p4 = flip_probability(0.9 * 4.0)
     assert 0 < mu < 1 and mu == keep_probability(1.0, 2000.0, 500, eps_a) == 2000 / (500 * 499 * p4)
     # The node's report is the sample at that μ: the same as with μ fixed to it.
@@ -239,7 +239,7 @@ def test_posterior_equals_brute_force_bayes(eps, share, mu, drop):
     proto = arr(eps, mu, feature_share=share)
     result = collect(proto, g, seed=3, drop=drop)
     bits, observed, x = dense_inputs(result, 45, 16, None)
-    p = flip_probability(proto.params.eps_adjacency)
+    p = flip_probability(proto.eps_adjacency)
     truth = brute_force_posteriors(bits, observed, x, p, mu)
     reported, obs = adjacency_reports(result.reports, 45)
     for t in (0.3, 0.5, 0.9):
@@ -269,7 +269,7 @@ def test_release_equals_dense_hogs_with_mu(eps, share, mu, tau, steps, budget, m
     result = collect(proto, g, seed=5, drop=(3, 7))
     release = proto.server_step(0, result, CuratorView(70, 24), seed=5)
     bits, observed, x = dense_inputs(result, 70, 24, None)
-    p = flip_probability(proto.params.eps_adjacency)
+    p = flip_probability(proto.eps_adjacency)
     _, edges, feats = dense_hogs(bits, observed, x, p, tau, steps, mu=mu)
     np.testing.assert_array_equal(release.edges, edges)
     assert np.abs(release.x - feats).max() <= 1e-6
@@ -321,7 +321,7 @@ def test_mu_one_is_hogs_release():
     (and the default report cap gives μ = 1 on small graphs: the same release again)."""
     g = random_graph(80, 20, seed=4)
     for eps in (2.0, 6.0):
-        hogs = HogsProtocol(HogsParams(eps, steps=2))
+        hogs = make_protocol("hogs", epsilon=eps, steps=2)
         same = arr(eps, 1.0, steps=2)
         a = hogs.server_step(0, collect(hogs, g, 21), CuratorView(80, 20), 21)
         b = same.server_step(0, collect(same, g, 21), CuratorView(80, 20), 21)
@@ -331,7 +331,7 @@ def test_mu_one_is_hogs_release():
             a.fingerprint()
         )
     default = make_protocol("hogs-arr", epsilon=6.0, steps=2)
-    hogs = HogsProtocol(HogsParams(6.0, steps=2))
+    hogs = make_protocol("hogs", epsilon=6.0, steps=2)
     assert (
         default.server_step(0, collect(default, g, 21), CuratorView(80, 20), 21).fingerprint()
         == hogs.server_step(0, collect(hogs, g, 21), CuratorView(80, 20), 21).fingerprint()

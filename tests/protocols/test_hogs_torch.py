@@ -14,15 +14,11 @@ import torch
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.ldp import hogs_torch
 from ldpgraph.protocols.ldp.assemble import adjacency_reports, feature_reports
-from ldpgraph.protocols.ldp.hogs import (
-    HogsParams,
-    HogsProtocol,
-    reconstruct_features,
-    reconstruct_topology,
-)
+from ldpgraph.protocols.ldp.hogs import reconstruct_features, reconstruct_topology
 from ldpgraph.protocols.ldp.hogs_torch import TorchCurator, curator_device
 from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.mechanisms import flip_probability
+from ldpgraph.protocols.registry import make_protocol
 
 from ..reference.hogs import dense_hogs
 from .test_hogs import collect, dense_inputs, random_graph
@@ -56,8 +52,8 @@ def test_binary_reports_give_bit_identical_posteriors(eps, drop, blockwise, monk
     if blockwise:
         _force_blockwise(monkeypatch)
     g = random_graph(70, 24, seed=int(eps * 10) + len(drop))
-    params = HogsParams(eps, feature_share=0.5)
-    result = collect(HogsProtocol(params), g, seed=5, drop=drop)
+    params = make_protocol("hogs", epsilon=eps, feature_share=0.5)
+    result = collect(params, g, seed=5, drop=drop)
     reported, observed = adjacency_reports(result.reports, 70)
     x, _ = feature_reports(result.reports, 70, 24)
     p = flip_probability(params.eps_adjacency)
@@ -91,7 +87,7 @@ def test_real_features_give_the_same_edges(eps, drop):
     order); the joined pairs are scored on the CPU, exactly."""
     g = random_graph(60, 16, seed=int(eps * 7))
     x = real_features(60, 16, seed=int(eps))
-    proto = HogsProtocol(HogsParams(eps, tau=0.5, public_features=True))
+    proto = make_protocol("hogs-edge", epsilon=eps, tau=0.5)
     result = collect(proto, g, seed=1, drop=drop)
     reported, observed = adjacency_reports(result.reports, 60)
     p = flip_probability(eps)
@@ -112,8 +108,8 @@ def test_real_features_give_the_same_edges(eps, drop):
 @pytest.mark.parametrize("steps", [1, 3])
 def test_features_agree_within_one_float32_rounding(steps):
     g = random_graph(80, 20, seed=9)
-    params = HogsParams(2.0, feature_share=0.5, steps=steps)
-    result = collect(HogsProtocol(params), g, seed=4, drop=(5,))
+    params = make_protocol("hogs", epsilon=2.0, feature_share=0.5, steps=steps)
+    result = collect(params, g, seed=4, drop=(5,))
     reported, observed = adjacency_reports(result.reports, 80)
     x, _ = feature_reports(result.reports, 80, 20)
     topo = reconstruct_topology(
@@ -140,7 +136,7 @@ def test_the_server_step_uses_the_torch_curator_only_on_a_gpu(monkeypatch):
     built; with it resolving to a torch device (here the CPU standing in for CUDA) the release
     has the numpy release's edges and its features to one float32 rounding."""
     g = random_graph(70, 24, seed=3)
-    proto = HogsProtocol(HogsParams(1.5, feature_share=0.5, steps=2))
+    proto = make_protocol("hogs", epsilon=1.5, feature_share=0.5, steps=2)
     result = collect(proto, g, seed=8)
 
     def refuse(device):
@@ -208,8 +204,7 @@ def test_no_reports_and_no_pairs():
 def _facebook_like(n: int, d: int, seed: int):
     """A larger graph with dense 1-bit reports: the blockwise join on the device."""
     g = random_graph(n, d, seed=seed)
-    params = HogsParams(4.0, feature_share=0.3, steps=2)
-    proto = HogsProtocol(params)
+    proto = make_protocol("hogs", epsilon=4.0, feature_share=0.3, steps=2)
     return proto, collect(proto, g, seed=seed), g
 
 
@@ -233,7 +228,7 @@ def test_cuda_gives_the_numpy_release(blockwise, monkeypatch):
 def test_cuda_real_features_give_the_same_edges():
     g = random_graph(300, 16, seed=4)
     x = real_features(300, 16, seed=4)
-    proto = HogsProtocol(HogsParams(1.0, tau=0.5, public_features=True))
+    proto = make_protocol("hogs-edge", epsilon=1.0, tau=0.5)
     result = collect(proto, g, seed=4)
     reported, observed = adjacency_reports(result.reports, 300)
     a, (i, j, prob, _) = _numpy_and_torch(

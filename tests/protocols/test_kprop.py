@@ -8,10 +8,9 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.graph import canonical_edges
-from ldpgraph.protocols.ldp.hogs import HogsParams
-from ldpgraph.protocols.ldp.hogs_kprop import HogsKpropProtocol
 from ldpgraph.protocols.ldp.kprop import kprop, label_kprop_targets
 from ldpgraph.protocols.mechanisms import flip_probability
+from ldpgraph.protocols.registry import make_protocol
 
 from ..reference.hogs import dense_hogs
 from .test_hogs import collect, dense_inputs, random_graph
@@ -107,12 +106,13 @@ def test_bad_arguments():
 @pytest.mark.parametrize("drop", [(), (3, 7)])
 def test_hogs_kprop_equals_dense_reference(eps, share, tau, k, norm, drop):
     g = random_graph(60, 20, seed=int(eps * 10) + k)
-    params = HogsParams(eps, feature_share=share, tau=tau, steps=2)  # steps is ignored
-    proto = HogsKpropProtocol(params, kprop_k=k, kprop_norm=norm)
+    proto = make_protocol(
+        "hogs-kprop", epsilon=eps, feature_share=share, tau=tau, kprop_k=k, kprop_norm=norm
+    )
     result = collect(proto, g, seed=7, drop=drop)
     release = proto.server_step(0, result, CuratorView(60, 20), seed=7)
     bits, observed, x = dense_inputs(result, 60, 20, None)
-    _, edges, raw = dense_hogs(bits, observed, x, flip_probability(params.eps_adjacency), tau, 0)
+    _, edges, raw = dense_hogs(bits, observed, x, flip_probability(proto.eps_adjacency), tau, 0)
     np.testing.assert_array_equal(release.edges, edges)
     ref = dense_kprop(raw, edges, 60, k, norm, isolated="keep")
     assert release.x.dtype == np.float32
@@ -132,8 +132,8 @@ def test_hogs_kprop_equals_dense_reference(eps, share, tau, k, norm, drop):
 
 def test_hogs_kprop_validation():
     with pytest.raises(ValueError, match="kprop_k"):
-        HogsKpropProtocol(HogsParams(4.0), kprop_k=-1)
+        make_protocol("hogs-kprop", epsilon=4.0, kprop_k=-1)
     with pytest.raises(ValueError, match="kprop_norm"):
-        HogsKpropProtocol(HogsParams(4.0), kprop_norm="gcn")
-    with pytest.raises(ValueError, match="private"):
-        HogsKpropProtocol(HogsParams(4.0, public_features=True))
+        make_protocol("hogs-kprop", epsilon=4.0, kprop_norm="gcn")
+    with pytest.raises(ValueError, match="steps"):  # KProp replaces HoGS's feature step
+        make_protocol("hogs-kprop", epsilon=4.0, steps=2)

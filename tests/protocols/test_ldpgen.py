@@ -11,16 +11,10 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.laplace import PLD_DISCRETIZATION
-from ldpgraph.protocols.ldp.ldpgen import (
-    MSG_GROUPS,
-    MSG_K,
-    LdpGenParams,
-    LdpGenProtocol,
+from ldpgraph.protocols.ldp.ldpgen import LdpGenProtocol
+from ldpgraph.protocols.ldp.ldpgen_generate import (
     block_factors,
     choose_k1,
-    encode_groups,
-    group_degrees,
-    initial_partition,
     kmeans,
     out_probabilities,
     reexpress,
@@ -28,6 +22,14 @@ from ldpgraph.protocols.ldp.ldpgen import (
     sample_directed,
     sample_distinct,
 )
+from ldpgraph.protocols.ldp.ldpgen_messages import (
+    MSG_GROUPS,
+    MSG_K,
+    encode_groups,
+    group_degrees,
+    initial_partition,
+)
+from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.reports import decode_report, encode_report
 from ldpgraph.protocols.types import NodeView
 from ldpgraph.simulation.backends.local import collect_round, run_protocol
@@ -62,7 +64,7 @@ def pmf_inside(noise: np.ndarray, eps: float) -> bool:
 
 
 def make(name: str, **kw) -> LdpGenProtocol:
-    return LdpGenProtocol(LdpGenParams(public_features=name == "ldpgen", **kw))
+    return make_protocol(name, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +92,8 @@ def test_round_epsilons_sum_to_epsilon(name, kw, r0, r1):
     assert proto.round_epsilon(0) == pytest.approx(r0, abs=1e-12)
     assert proto.round_epsilon(1) == pytest.approx(r1, abs=1e-12)
     assert proto.round_epsilon(0) + proto.round_epsilon(1) == pytest.approx(kw["epsilon"])
-    p = proto.params
-    assert p.eps1 + p.eps2 + p.eps_features == pytest.approx(p.epsilon, abs=1e-12)
+    p = proto
+    assert p.eps1 + p.eps2 + p.eps_features == pytest.approx(p.params.epsilon, abs=1e-12)
 
 
 # ------------------------------------------------------------------ client step
@@ -103,7 +105,7 @@ def test_client_degree_vector_noise_both_rounds():
     5% wrong ε fails."""
     n, k, reps = 120, 10, 10_000
     proto = make("fp-ldpgen", epsilon=3.0, feature_share=1 / 3, k0=k)
-    p = proto.params
+    p = proto
     assert (p.eps1, p.eps2) == pytest.approx((1.0, 1.0))
     x = np.array([0.0] * 8 + [1.0] * 8)
     view = NodeView(5, np.arange(10, 70), x, n)
@@ -433,7 +435,7 @@ def test_privacy_report_per_round(name, kw):
                 acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=c, sensitivity=1))
                 assert acc.get_epsilon(0.0) == pytest.approx(c, abs=1e-6)
     # Both discrete-Laplace rounds together, by dp-accounting, equal ε1 + ε2.
-    p = proto.params
+    p = proto
     acc = pld.PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
     acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=p.eps1, sensitivity=1))
     acc.compose(dp_event.DiscreteLaplaceDpEvent(noise_parameter=p.eps2, sensitivity=1))
@@ -459,7 +461,7 @@ def test_bad_parameters():
     ):
         with pytest.raises(ValueError):
             make("ldpgen", **kw)
-    with pytest.raises(ValueError, match="feature share"):
+    with pytest.raises(ValueError, match="feature_share"):
         make("fp-ldpgen", epsilon=1.0, feature_share=1.0)
 
 

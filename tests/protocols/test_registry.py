@@ -257,6 +257,8 @@ assert not bad, bad
     # hogs's server-side helpers (numpy and scipy only) come with it.
     helpers = {"assemble", "node_reports", "posterior", "similarity", "reported_pairs"}
     helpers.add("consistency")  # HoGS's Sybil screening (numpy and scipy)
+    helpers |= {"split_budget", "rr_batch"}  # the family's client step, its batched RR rows
+    helpers |= {"hogs_topology", "hogs_features"}  # hogs's server steps, by job
     assert loaded == {"hogs", "rr"} | helpers, loaded
 
 

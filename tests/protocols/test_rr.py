@@ -11,7 +11,6 @@ import pytest
 from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.graph import Graph, canonical_edges
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
-from ldpgraph.protocols.ldp.rr import RRParams
 from ldpgraph.protocols.mechanisms import flip_probability
 from ldpgraph.protocols.registry import (
     make_protocol,
@@ -66,8 +65,8 @@ def test_budget_split_end_to_end():
     1-bit mechanism at ε_f = 1.5 (> 1.5·10^5 bits each); the unsplit budget is rejected."""
     g = random_graph(400, 60, seed=1)
     proto = make_protocol("rr", epsilon=5.0, feature_share=0.3)
-    assert proto.params.eps_adjacency == pytest.approx(3.5)
-    assert proto.params.eps_features == pytest.approx(1.5)
+    assert proto.eps_adjacency == pytest.approx(3.5)
+    assert proto.eps_features == pytest.approx(1.5)
     result = collect(proto, g, seed=9)
     reported, _ = adjacency_reports(result.reports, 400)
     true = g.adjacency()
@@ -110,7 +109,7 @@ def test_server_equals_dense(combine, eps, drop):
 def test_rr_edge_uses_public_features_and_the_whole_budget():
     g = random_graph(30, 6, seed=3)
     proto = make_protocol("rr-edge", epsilon=3.0)
-    assert proto.params.eps_adjacency == 3.0 and proto.round_epsilon(0) == 3.0
+    assert proto.eps_adjacency == 3.0 and proto.round_epsilon(0) == 3.0
     assert not proto.schema(0).features
     result = collect(proto, g, seed=1)
     assert all(r.features is None for r in result.reports.values())
@@ -147,9 +146,9 @@ def test_registry_and_config_round_trip():
         again = protocol_from_config({**proto.config(), "seed": 1})
         assert again.params == proto.params and again.name == name
     with pytest.raises(ValueError, match="combine"):
-        RRParams(1.0, combine="xor")
-    with pytest.raises(ValueError, match="feature share"):
-        RRParams(1.0, feature_share=1.0)
+        make_protocol("rr", epsilon=1.0, combine="xor")
+    with pytest.raises(ValueError, match="feature_share"):
+        make_protocol("rr", epsilon=1.0, feature_share=1.0)
 
 
 @pytest.mark.slow

@@ -8,13 +8,12 @@ import pytest
 
 from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.ldp.assemble import adjacency_reports
-from ldpgraph.protocols.ldp.hogs import HogsParams, HogsProtocol
 from ldpgraph.protocols.ldp.solitude import (
     OFFICIAL_L1_ALPHA,
     OFFICIAL_LR,
-    SolitudeProtocol,
     official_estimator_step,
 )
+from ldpgraph.protocols.registry import make_protocol
 
 from .test_hogs import collect, dense_inputs, random_graph, views
 from .test_kprop import dense_kprop
@@ -25,7 +24,7 @@ from .test_kprop import dense_kprop
 @pytest.mark.parametrize("drop", [(), (2, 5)])
 def test_equals_dense_reference(eps, share, lx, drop):
     g = random_graph(50, 16, seed=int(eps) + lx)
-    proto = SolitudeProtocol(eps, feature_share=share, lx=lx)
+    proto = make_protocol("solitude", epsilon=eps, feature_share=share, lx=lx)
     result = collect(proto, g, seed=3, drop=drop)
     release = proto.server_step(0, result, CuratorView(50, 16), seed=3)
     bits, _, x = dense_inputs(result, 50, 16, None)
@@ -40,8 +39,8 @@ def test_equals_dense_reference(eps, share, lx, drop):
 
 def test_client_is_hogs_client_and_privacy_is_hogs():
     g = random_graph(30, 12, seed=1)
-    sol = SolitudeProtocol(4.0, feature_share=0.3)
-    hogs = HogsProtocol(HogsParams(4.0, feature_share=0.3))
+    sol = make_protocol("solitude", epsilon=4.0, feature_share=0.3)
+    hogs = make_protocol("hogs", epsilon=4.0, feature_share=0.3)
     for v in views(g):
         a = sol.client_step(0, v, {}, 11)
         b = hogs.client_step(0, v, {}, 11)
@@ -64,7 +63,7 @@ def test_client_is_hogs_client_and_privacy_is_hogs():
 
 def test_official_estimator_step_keeps_the_rr_support():
     g = random_graph(40, 10, seed=2)
-    proto = SolitudeProtocol(2.0)
+    proto = make_protocol("solitude", epsilon=2.0)
     result = collect(proto, g, seed=5)
     reported, _ = adjacency_reports(result.reports, 40)
     s = official_estimator_step(reported)
@@ -76,8 +75,8 @@ def test_official_estimator_step_keeps_the_rr_support():
 
 def test_validation():
     with pytest.raises(ValueError, match="label KProp"):
-        SolitudeProtocol(4.0, ly=2)
+        make_protocol("solitude", epsilon=4.0, ly=2)
     with pytest.raises(ValueError, match="lx"):
-        SolitudeProtocol(4.0, lx=-1)
-    with pytest.raises(ValueError, match="feature share"):
-        SolitudeProtocol(4.0, feature_share=1.0)
+        make_protocol("solitude", epsilon=4.0, lx=-1)
+    with pytest.raises(ValueError, match="feature_share"):
+        make_protocol("solitude", epsilon=4.0, feature_share=1.0)

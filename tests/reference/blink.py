@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ldpgraph.protocols.ldp.blink import (
+from ldpgraph.protocols.ldp.blink_beta import (
     SERIES_CUT,
     SERIES_MAX_ABS,
     SERIES_TERMS,

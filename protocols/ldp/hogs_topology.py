@@ -1,0 +1,221 @@
+"""HoGS's topology reconstruction (the HoGS paper, Xu et al., Algorithm 2) without the n² loop.
+
+P_ij = l·s / (l·s + l'·(1 − s)) from the pair's reported bits and the cosine s_ij of the two
+noisy feature rows; the edges are the pairs with P_ij ≥ τ. Computed sparsely: the pairs with a
+reported 1 are scored directly, block by block of rows, and pairs reported (0, 0) can only pass
+when their noisy features are near-duplicates, which an exact high-threshold similarity join
+finds. numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from .posterior import posterior, similarity_threshold
+from .reported_pairs import PairBlock, ReportedPairs
+from .similarity import FeatureRows
+
+log = logging.getLogger("ldpgraph.hogs")
+T = TypeVar("T")
+R = TypeVar("R")
+
+Scored = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass
+class TopologyResult:
+    """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors."""
+
+    i: np.ndarray
+    j: np.ndarray
+    prob: np.ndarray
+    stats: dict[str, Any]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def threaded_in_order(
+    fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
+) -> Iterator[R]:
+    """``map(fn, items)`` on ``workers`` threads (default: every usable core), results in
+    order, at most two per thread in flight (a block's intermediates stay bounded)."""
+    workers = min(len(items), usable_cores() if workers is None else workers)
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+@dataclass
+class _Scorer:
+    """The posterior of reported pairs, and the kept ones collected in order."""
+
+    pairs: ReportedPairs
+    observed: np.ndarray
+    features: FeatureRows
+    p: float
+    threshold: float
+    mu: float
+
+    def __post_init__(self) -> None:
+        self.parts: list[Scored] = []
+        self.n_reported = 0
+
+    def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
+        """One block's reported pairs with P_ij ≥ threshold: (i, j, P_ij). ``dots`` holds the
+        dot products of rows blk.start.. with rows blk.start.. (from
+        ``features.block_products``), else each pair's cosine is computed on its own."""
+        ri, rj = blk.i, blk.j
+        ones = blk.ones.astype(np.int64)
+        nobs = self.observed[ri].astype(np.int64) + self.observed[rj]
+        if dots is None:
+            s = self.features.cosine(ri, rj)
+        else:
+            a = blk.start
+            s = self.features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
+        prob = posterior(s, ones, nobs - ones, self.p, self.mu)
+        keep = prob >= self.threshold
+        return ri[keep], rj[keep], prob[keep]
+
+    def scored_rows(self, bounds: tuple[int, int]) -> tuple[int, Scored]:
+        blk = self.pairs.rows(*bounds)
+        return blk.i.size, self.scored(blk)
+
+    def add(self, size: int, part: Scored) -> None:
+        self.n_reported += size
+        self.parts.append(part)
+
+    def add_unreported(self, ci: np.ndarray, cj: np.ndarray) -> None:
+        """Score candidate pairs that no node reported (every arrived bit a 0)."""
+        fresh = ~self.pairs.has(ci, cj)
+        ci, cj = ci[fresh], cj[fresh]
+        zeros = self.observed[ci].astype(np.int64) + self.observed[cj]
+        prob = posterior(self.features.cosine(ci, cj), np.zeros_like(zeros), zeros, self.p, self.mu)
+        keep = prob >= self.threshold
+        self.parts.append((ci[keep], cj[keep], prob[keep]))
+
+
+def reconstruct_topology(
+    reported: sp.csr_matrix | ReportedPairs,
+    observed: np.ndarray,
+    features: FeatureRows,
+    p: float,
+    threshold: float,
+    block_entries: int | None = None,
+    block_rows: int | None = None,
+    mu: float = 1.0,
+) -> TopologyResult:
+    """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
+    the probability a node kept each reported 1 (asymmetric RR, :func:`.posterior.likelihoods`).
+
+    Pairs with a reported 1 are scored block by block of rows from :class:`ReportedPairs`
+    (memory: R, its regrouped lower triangle and one block); pairs with none can only pass as
+    near-duplicates and come from the similarity join. When the features are too dense for
+    prefix filtering (1-bit-perturbed rows), the join computes the dot products of all pairs
+    block by block, and the reported pairs take theirs from the same blocks instead of a
+    popcount each.
+
+    Args:
+        reported: the CSR of reported 1-bits, or its :class:`ReportedPairs`.
+        observed: which nodes' adjacency reports arrived.
+        features: the (noisy or public) feature rows.
+        p: the RR flip probability of the adjacency bits.
+        threshold: the smallest posterior kept.
+        block_entries: report entries per block of reported pairs (default
+            :data:`.reported_pairs.BLOCK_ENTRIES`).
+        block_rows: rows per block instead (tests; the result does not depend on blocks).
+    """
+    pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
+    scorer = _Scorer(pairs, observed, features, p, threshold, mu)
+    n = pairs.n
+    n_obs = int(observed.sum())
+    t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)
+    candidates = []
+    if t_join is not None and features.joins_blockwise(t_join):
+        candidates.append(_score_blockwise(scorer, t_join))
+    else:
+        # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
+        bounds = list(pairs.block_bounds(block_entries, block_rows))
+        for size, part in threaded_in_order(scorer.scored_rows, bounds):
+            scorer.add(size, part)
+        if t_join is not None:
+            candidates.append(features.threshold_join(t_join))
+    if n - n_obs >= 2:
+        # Two silent nodes: no bit about their pair arrived, the features alone decide.
+        missing = np.flatnonzero(~observed)
+        mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
+        candidates.append((missing[mi], missing[mj]))
+    joined = 0
+    for ci, cj in candidates:
+        joined += ci.size
+        scorer.add_unreported(ci, cj)
+    i, j, pr = (np.concatenate([part[k] for part in scorer.parts]) for k in range(3))
+    key, first = np.unique(i * n + j, return_index=True)
+    stats = {
+        "reported_pairs": int(scorer.n_reported),
+        "joined_pairs": int(joined),
+        "kept_pairs": int(key.size),
+    }
+    return TopologyResult(key // n, key % n, pr[first], stats)
+
+
+def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: float):
+    """The smallest similarity at which a pair with no reported 1 (two 0s, or one 0 and a
+    silent endpoint) can reach ``threshold``; None when no such pair exists."""
+    thresholds = []
+    if n_obs >= 2:
+        thresholds.append(similarity_threshold(threshold, 0, 2, p, mu))
+    if n_obs >= 1 and n_miss >= 1:
+        thresholds.append(similarity_threshold(threshold, 0, 1, p, mu))
+    return min(thresholds) if thresholds else None
+
+
+def _score_blockwise(scorer: _Scorer, t_join: float) -> tuple[np.ndarray, np.ndarray]:
+    """Features too dense for prefix filtering: the dot products of all pairs, block by block,
+    score the block's reported pairs and yield its join candidates (returned)."""
+    features, n = scorer.features, scorer.pairs.n
+    if n >= 100_000:
+        log.warning(
+            "HoGS: the similarity join (threshold %.3f) must compare all %.3g pairs of "
+            "the %d feature rows (too dense for prefix filtering): %.3g multiply-adds",
+            t_join, n * (n - 1) / 2, n, n * (n - 1) / 2 * features.dim,
+        )  # fmt: skip
+    found_i: list[np.ndarray] = []
+    found_j: list[np.ndarray] = []
+    for a, dots in features.block_products():
+        blk = scorer.pairs.rows(a, a + dots.shape[0])
+        scorer.add(blk.i.size, scorer.scored(blk, dots))
+        ci, cj = features.block_candidates(a, dots, t_join)
+        s = features.cosine_from_dots(dots[ci - a, cj - a].astype(np.float64), ci, cj)
+        keep = s >= t_join - 1e-9
+        found_i.append(ci[keep])
+        found_j.append(cj[keep])
+    return np.concatenate(found_i), np.concatenate(found_j)
+
+
+def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:
+    if features.binary:
+        bits = np.unpackbits(features.words[rows].view(np.uint8), axis=1)
+        return bits[:, : features.dim]
+    return features.dense[rows]
