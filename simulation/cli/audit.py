@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 
 from ldpgraph.server.record import json_default
 
@@ -39,27 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=AUDIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--all",
-        action="store_true",
-        help="audit every registered mechanism, then every central strategy (--central)",
-    )
-    which.add_argument(
-        "--central",
-        nargs="*",
-        metavar="NAME",
-        default=None,
-        help="audit the central strategies instead (all, or the NAMEs): the real mechanism on "
-        "neighbouring tiny graphs, PASS/FAIL/INCONCLUSIVE against its headline "
-        "(docs/privacy/audit.md)",
-    )
-    which.add_argument(
-        "--mechanism",
-        action="append",
-        metavar="NAME",
-        help="audit this mechanism (repeatable): " + ", ".join(AUDITS),
-    )
+    _add_targets(p, AUDITS)
     p.add_argument(
         "--draws",
         type=int,
@@ -92,6 +73,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def _add_targets(p: argparse.ArgumentParser, audits: Iterable[str]) -> None:
+    """What to audit: everything, the central strategies, or named mechanisms."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--all",
+        action="store_true",
+        help="audit every registered mechanism, then every central strategy (--central)",
+    )
+    which.add_argument(
+        "--central",
+        nargs="*",
+        metavar="NAME",
+        default=None,
+        help="audit the central strategies instead (all, or the NAMEs): the real mechanism on "
+        "neighbouring tiny graphs, PASS/FAIL/INCONCLUSIVE against its headline "
+        "(docs/privacy/audit.md)",
+    )
+    which.add_argument(
+        "--mechanism",
+        action="append",
+        metavar="NAME",
+        help="audit this mechanism (repeatable): " + ", ".join(audits),
+    )
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -175,6 +175,7 @@ def check_device(device: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Run (or submit) one experiment, record it if asked, print its summary or JSON."""
     config = config_from_args(args)
     if args.store:
         check_writable(args.store, "--store", kind="sqlite")
@@ -189,9 +190,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if args.superlink:
             raise UserError("--superlink is for --backend deploy")
-        from ..pipeline import run
+        from ..pipeline import build_protocol, run
 
-        result = run(config, stage=stage_printer(args.quiet), show_progress=not args.quiet)
+        # The configuration is validated (config_from_args): the run's one protocol is built
+        # here and passed on, not validated and rebuilt by the pipeline.
+        result = run(
+            config,
+            stage=stage_printer(args.quiet),
+            show_progress=not args.quiet,
+            protocol=build_protocol(config),
+        )
     if args.store:
         from ..results.store import record_run
 

@@ -52,6 +52,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the final phase only (cells whose search is complete)",
     )
+    _add_filters(p)
+    p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    """Which part of the file to run: the first N cells, or only some of its entries."""
     p.add_argument(
         "--limit",
         type=int,
@@ -71,7 +77,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             default=None,
             help=f"only these {what} of the file, comma-separated",
         )
-    p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
