@@ -10,9 +10,10 @@
   (``accuracy``: train the configured model on it and measure it on the true labels);
 * :func:`record`: the result record (:mod:`ldpgraph.server.record`).
 
-:func:`run` chains them with progress output; a sweep calls the stages itself, to reuse one
+:func:`run` chains them with progress output, building the run's protocol once
+(:func:`build_protocol`) for every stage; a sweep calls the stages itself, to reuse one
 collection of reports for many reconstructions (:func:`replay_for`) and one release for many
-trainings.
+trainings. The checks made before collecting are in :mod:`.checks`.
 """
 
 from __future__ import annotations
@@ -125,27 +126,22 @@ def curator_view(
             )
     y = getattr(graph, "y", None)
     ptr = (getattr(graph, "meta", None) or {}).get("graph_ptr")
-    if split is None or y is None:
-        return CuratorView(
-            graph.num_nodes,
-            graph.num_features,
-            graph.feature_domain,
-            x,
-            device=device,
-            graph_ptr=ptr,
-            replayable=replayable,
+    known: dict[str, Any] = {}
+    if split is not None and y is not None:
+        known = dict(
+            labels=training_labels(y, split.train, split.val),
+            train_nodes=split.train,
+            val_nodes=split.val,
         )
     return CuratorView(
         graph.num_nodes,
         graph.num_features,
         graph.feature_domain,
         x,
-        labels=training_labels(y, split.train, split.val),
-        train_nodes=split.train,
-        val_nodes=split.val,
         device=device,
         graph_ptr=ptr,
         replayable=replayable,
+        **known,
     )
 
 
