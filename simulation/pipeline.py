@@ -10,9 +10,10 @@
   (``accuracy``: train the configured model on it and measure it on the true labels);
 * :func:`record`: the result record (:mod:`ldpgraph.server.record`).
 
-:func:`run` chains them with progress output; a sweep calls the stages itself, to reuse one
+:func:`run` chains them with progress output, building the run's protocol once
+(:func:`build_protocol`) for every stage; a sweep calls the stages itself, to reuse one
 collection of reports for many reconstructions (:func:`replay_for`) and one release for many
-trainings.
+trainings. The checks made before collecting are in :mod:`.checks`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpgraph.protocols.base import CuratorView, training_labels
+from ldpgraph.protocols.base import CuratorView, LdpProtocol, training_labels
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
 from ldpgraph.protocols.types import Release
@@ -33,6 +34,7 @@ from ldpgraph.server import evaluation
 from ldpgraph.server.record import build_record
 
 from .backends.local import LocalCollector, ReplayCollector
+from .checks import check_collection, check_labels, check_split, no_hiding_in_deployment
 from .config import RunConfig
 from .datasets import load_dataset
 from .splits import split_for
@@ -74,7 +76,7 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
             split = graph.split_for(config.seed, config.train_split, config.val_split)
         else:
             split = _split(graph, config)
-        _no_hiding_in_deployment(config)
+        no_hiding_in_deployment(config)
     else:
         check_collection(config)
         if graph is None:
@@ -86,81 +88,10 @@ def prepare(config: RunConfig, say: Stage | None = None, graph: Graph | None = N
     check_labels(graph, config)
     if config.curator:
         return Prepared(config, graph, split, seconds)
-    if not _metrics(config):
+    if not config.metric_names():
         return Prepared(config, graph, split, seconds)
-    held = evaluation.prepare(_metrics(config), graph, config.seed)
+    held = evaluation.prepare(config.metric_names(), graph, config.seed)
     return Prepared(config, held.graph, split, seconds, graph, held.held_out)
-
-
-def check_collection(config: RunConfig) -> None:
-    """Refuse, before loading, a collection dataset (a list of graphs) for a protocol that
-    releases one graph or model, and a single-graph dataset for one that releases a generated
-    collection (``graphs``: DPGGAN, DPGVAE)."""
-    from ldpgraph.protocols.registry import protocol_info
-
-    from .datasets.graph_collections import NotACollectionError, is_collection_name
-
-    wants = getattr(protocol_info(config.protocol).resolve(), "kind", "graph") == "graphs"
-    have = is_collection_name(config.dataset)
-    if have and not wants:
-        raise NotACollectionError(
-            f"dataset {config.dataset!r} is a collection of graphs; protocol "
-            f"{config.protocol!r} works on one graph's nodes: give it a node-level dataset, or "
-            "a collection to a graph-generation protocol (dpggan, dpgvae)"
-        )
-    if wants and not have:
-        raise NotACollectionError(
-            f"protocol {config.protocol!r} learns from a collection of graphs; dataset "
-            f"{config.dataset!r} is one graph: use a collection (dblp-collection, "
-            "imdb-collection, dblp-new-collection, imdb-new-collection)"
-        )
-
-
-def _metrics(config: RunConfig) -> tuple[str, ...]:
-    return config.metric_names()
-
-
-def check_labels(graph: Any, config: RunConfig) -> None:
-    """Refuse, before collecting anything, ``accuracy`` on a graph without labels (a
-    structure-only dataset such as privdpr-cora): there is nothing to score it against."""
-    if "accuracy" in _metrics(config) and getattr(graph, "num_classes", 1) == 0:
-        raise ValueError(
-            f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
-            "accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
-            "graph,lp,attack (none: the release and its privacy report only)"
-        )
-
-
-def _no_hiding_in_deployment(config: RunConfig) -> None:
-    """A deployed node reports its own file: a metric that hides edges from the nodes would
-    need them left out when the node files are written, which ``ldpgraph partition`` does not
-    do yet. Refuse rather than measure on edges the nodes reported."""
-    hiding = [
-        name
-        for name in _metrics(config)
-        if type(evaluation.get_metric(name)).prepare is not evaluation.Metric.prepare
-    ]
-    if hiding:
-        raise ValueError(
-            f"metric(s) {', '.join(hiding)} hide edges from the nodes before collection; a "
-            "deployment cannot do that yet (the node files hold every edge): choose other "
-            "--metrics for --backend deploy"
-        )
-
-
-def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
-    """Refuse, before collecting anything, a split with an empty part (a tiny graph rounds a
-    fraction to no nodes): training needs training and validation nodes, and a test accuracy
-    of no test nodes is undefined (NaN, which is not even valid JSON)."""
-    sizes = {"train": len(split.train), "val": len(split.val), "test": len(split.test)}
-    empty = [name for name, size in sizes.items() if size == 0]
-    if empty:
-        raise ValueError(
-            f"the split of {num_nodes} nodes by train-split {config.train_split} and val-split "
-            f"{config.val_split} leaves no {' and no '.join(empty)} nodes "
-            f"({sizes['train']}/{sizes['val']}/{sizes['test']}); change --split or use a "
-            "larger graph"
-        )
 
 
 def _split(graph: Any, config: RunConfig) -> Any:
@@ -195,27 +126,22 @@ def curator_view(
             )
     y = getattr(graph, "y", None)
     ptr = (getattr(graph, "meta", None) or {}).get("graph_ptr")
-    if split is None or y is None:
-        return CuratorView(
-            graph.num_nodes,
-            graph.num_features,
-            graph.feature_domain,
-            x,
-            device=device,
-            graph_ptr=ptr,
-            replayable=replayable,
+    known: dict[str, Any] = {}
+    if split is not None and y is not None:
+        known = dict(
+            labels=training_labels(y, split.train, split.val),
+            train_nodes=split.train,
+            val_nodes=split.val,
         )
     return CuratorView(
         graph.num_nodes,
         graph.num_features,
         graph.feature_domain,
         x,
-        labels=training_labels(y, split.train, split.val),
-        train_nodes=split.train,
-        val_nodes=split.val,
         device=device,
         graph_ptr=ptr,
         replayable=replayable,
+        **known,
     )
 
 
@@ -238,12 +164,23 @@ def public_consent(graph: Any, listed: int = 1000) -> dict[str, Any]:
     }
 
 
-def replay_for(config: RunConfig, graph: Graph) -> ReplayCollector | None:
+def build_protocol(config: RunConfig) -> LdpProtocol:
+    """The protocol ``config`` runs, from its parameters: built once per run and passed on to
+    every stage that needs it (``protocol=`` of :func:`run`, :func:`release`,
+    :func:`replay_for`)."""
+    return make_protocol(config.protocol, **config.protocol_params())
+
+
+def replay_for(
+    config: RunConfig, graph: Graph, protocol: LdpProtocol | None = None
+) -> ReplayCollector | None:
     """A collector that collects ``config``'s reports once and hands them to every
     :func:`release` of configurations that differ only in server-side post-processing (τ, l),
-    when that is sound: a one-round protocol on the local backend. None otherwise."""
-    protocol = make_protocol(config.protocol, **config.protocol_params())
-    if config.backend != "local" or protocol.rounds != 1:
+    when that is sound: a one-round protocol on the local backend. None otherwise.
+    ``protocol``: ``config``'s, if already built."""
+    if config.backend != "local":
+        return None
+    if (protocol or build_protocol(config)).rounds != 1:
         return None
     return ReplayCollector(LocalCollector(graph, config.seed, config.node_settings()))
 
@@ -255,13 +192,15 @@ def release(
     grid: Any = None,
     replay: ReplayCollector | None = None,
     split: Any = None,
+    protocol: LdpProtocol | None = None,
 ) -> tuple[Release, dict[str, float]]:
     """Collect the reports with the configured backend and turn them into a release; returns
     it with the seconds each step took. With ``grid`` (inside a ServerApp) the rounds go over
     that Grid; ``graph`` a curator file: a deployment, whose SuperNodes hold the node files.
     ``replay`` (from :func:`replay_for`): reuse the reports it collected first. ``split``: the
-    run's split, whose training labels the curator knows (a central strategy trains on them)."""
-    protocol = make_protocol(config.protocol, **config.protocol_params())
+    run's split, whose training labels the curator knows (a central strategy trains on them).
+    ``protocol``: ``config``'s, if already built (:func:`build_protocol`)."""
+    protocol = protocol or build_protocol(config)
     curator = curator_view(
         graph, uses_public_features(config.protocol), split, config.device, config.seeded
     )
@@ -320,7 +259,7 @@ def evaluate(
         progress=progress,
         config=config.to_dict(),
     )
-    names = _metrics(config)
+    names = config.metric_names()
     sections = evaluation.evaluate(names, ctx, held_out) if names else {}
     return sections, time.perf_counter() - t0
 
@@ -355,14 +294,59 @@ def train_release(
 
 
 def run(
-    config: RunConfig, stage: Stage | None = None, show_progress: bool = False, grid: Any = None
+    config: RunConfig,
+    stage: Stage | None = None,
+    show_progress: bool = False,
+    grid: Any = None,
+    protocol: LdpProtocol | None = None,
 ) -> dict[str, Any]:
-    """Run one experiment and return its result record (JSON-serialisable)."""
-    config.validate()
+    """Run one experiment and return its result record (JSON-serialisable). ``protocol``:
+    the run's protocol, built by :func:`build_protocol` from ``config`` after the caller
+    validated it (``RunConfig.from_mapping`` or ``validate``, as ``ldpgraph run`` does); without
+    it the configuration is validated here and the protocol built once, for every stage."""
+    if protocol is None:
+        config.validate()
+        protocol = build_protocol(config)
     say = stage or (lambda _msg: None)
     prepared = prepare(config, say)
-    config, graph = prepared.config, prepared.graph
+    config = prepared.config
+    released, timings = _collect(config, prepared, protocol, say, show_progress, grid)
+    metrics = config.metric_names()
+    trains = released.kind == "graph" and "accuracy" in metrics
+    if not metrics:
+        say(f"released a {released.kind}; no metrics (--metrics none)")
+    elif trains:
+        say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
+        cost = training_notice(config, released, prepared.original.num_classes)
+        if cost:
+            say(cost)
+    else:  # a model is scored as released; a set of graphs is evaluated by its metrics
+        say(f"evaluating the released {released.kind}")
+    ebar = _bar(config.epochs, "epochs", show_progress and trains)
+    result = train_release(
+        config,
+        prepared.original,
+        prepared.split,
+        released,
+        {"load": prepared.seconds, **timings},
+        progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
+        held_out=prepared.held_out,
+    )
+    if ebar:
+        ebar.close()
+    return result
 
+
+def _collect(
+    config: RunConfig,
+    prepared: Prepared,
+    protocol: LdpProtocol,
+    say: Stage,
+    show_progress: bool,
+    grid: Any,
+) -> tuple[Release, dict[str, float]]:
+    """:func:`release` with its progress output, and the public-feature consent noted."""
+    graph = prepared.graph
     where = config.backend
     if config.backend == "flower" and grid is None:
         k = config.resolved_nodes_per_client(graph.num_nodes)
@@ -377,36 +361,18 @@ def run(
         )
     bar = _bar(graph.num_nodes, "nodes", show_progress)
     released, timings = release(
-        config, graph, bar.update if bar else None, grid, split=prepared.split
+        config,
+        graph,
+        bar.update if bar else None,
+        grid,
+        split=prepared.split,
+        protocol=protocol,
     )
     if bar:
         bar.close()
     if uses_public_features(config.protocol):
         released.stats["public_features"] = public_consent(graph)
-
-    if not _metrics(config):
-        say(f"released a {released.kind}; no metrics (--metrics none)")
-    elif released.kind == "graph" and "accuracy" in _metrics(config):
-        say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
-        cost = training_notice(config, released, prepared.original.num_classes)
-        if cost:
-            say(cost)
-    else:  # a model is scored as released; a set of graphs is evaluated by its metrics
-        say(f"evaluating the released {released.kind}")
-    trains = released.kind == "graph" and "accuracy" in _metrics(config)
-    ebar = _bar(config.epochs, "epochs", show_progress and trains)
-    result = train_release(
-        config,
-        prepared.original,
-        prepared.split,
-        released,
-        {"load": prepared.seconds, **timings},
-        progress=(lambda _e, _v: ebar.update(1)) if ebar else None,
-        held_out=prepared.held_out,
-    )
-    if ebar:
-        ebar.close()
-    return result
+    return released, timings
 
 
 def training_notice(config: RunConfig, release: Release, num_classes: int) -> str | None:

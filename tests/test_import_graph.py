@@ -101,7 +101,7 @@ def test_the_check_reads_relative_and_lazy_imports():
     )
     assert "ldpgraph.simulation.config" in deploy  # from ..config import RunConfig
     assert "ldpgraph.server.record" in deploy
-    cli = imports("ldpgraph.simulation.cli", known["ldpgraph.simulation.cli"], known)
+    cli = imports("ldpgraph.simulation.cli.run", known["ldpgraph.simulation.cli.run"], known)
     assert "ldpgraph.simulation.pipeline" in cli  # imported inside cmd_run
 
 

@@ -1,29 +1,21 @@
-"""The `ldpgraph` command: user errors are one line with a non-zero exit, runs are
-deterministic by fingerprint, `datasets --json` reports the mirror's statistics."""
+"""``ldpgraph run``: user errors are one line with a non-zero exit, runs are deterministic by
+fingerprint, the record and summary say what was released. The other commands' tests are in
+tests/simulation/cli/."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from ldpgraph.protocols.graph import Graph
-from ldpgraph.simulation import cli, pipeline
+from ldpgraph.simulation import pipeline
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
 from ..conftest import needs_mirror
-
-SMALL = "synthetic:n=300,classes=3,d=60,avg_degree=6,seed=1"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from .cli import SMALL, garbage_mirror, one_line_error, run_cli
 
 
 @pytest.mark.parametrize(
@@ -81,13 +73,6 @@ def test_user_errors_are_one_line(capsys, argv, needle):
     assert code == 2
     assert needle in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-
-
-def test_unknown_model_is_rejected_by_argparse(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "--model", "transformer"])
-    assert exc.value.code == 2
-    assert "invalid choice: 'transformer'" in capsys.readouterr().err
 
 
 def test_data_root_without_files_names_them(capsys, tmp_path):
@@ -170,35 +155,6 @@ def test_reference_protocols(protocol):
         assert res["graph"]["synthetic"]["edges"] == 0
 
 
-@needs_mirror
-def test_datasets_json(capsys):
-    code, out, _ = run_cli(capsys, "datasets", "--json")
-    assert code == 0
-    rows = {r["name"]: r for r in json.loads(out)}
-    cora = rows["cora"]["measured"]
-    assert (cora["nodes"], cora["edges"], cora["features"], cora["classes"]) == (
-        2708,
-        5278,
-        1433,
-        7,
-    )
-    cs = rows["citeseer"]["measured"]
-    assert (cs["nodes"], cs["edges"], cs["features"], cs["classes"]) == (3327, 4552, 3703, 6)
-    fb = rows["facebook"]["measured"]
-    assert (fb["nodes"], fb["edges"], fb["features"], fb["classes"]) == (22470, 170823, 4714, 4)
-    assert rows["pubmed"]["offline"] is False and rows["synthetic"]["offline"] is True
-
-
-def test_console_script_help():
-    out = subprocess.run(
-        [sys.executable, "-m", "ldpgraph.simulation.cli", "run", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "--feature-share" in out and "--backend" in out
-
-
 def test_flwr_app_config_matches_run_defaults():
     import tomllib
     from pathlib import Path
@@ -232,49 +188,6 @@ def test_run_records_into_a_store(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "results", "--store", str(db), "--json")
     rows = json.loads(out)
     assert len(rows) == 1 and rows[0]["status"] == "done" and rows[0]["dataset"] == SMALL
-
-
-# --- boolean options are flags ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "argv,expected",
-    [
-        ([], {"trust_curator": False, "center_features": True, "normalize_features": False}),
-        (["--trust-curator"], {"trust_curator": True}),
-        (["--trust-curator", "true"], {"trust_curator": True}),
-        (["--trust-curator", "false"], {"trust_curator": False}),
-        (["--trust-curator=1"], {"trust_curator": True}),
-        (["--trust-curator", "--no-trust-curator"], {"trust_curator": False}),
-        (["--no-center-features"], {"center_features": False}),
-        (["--center-features", "false"], {"center_features": False}),
-        (["--center-features", "False", "--center-features"], {"center_features": True}),
-        (["--normalize-features", "--epsilon", "3"], {"normalize_features": True}),
-    ],
-)
-def test_boolean_options_are_flags_and_still_take_a_value(argv, expected):
-    args = cli.build_parser().parse_args(["run", *argv])
-    for name, value in expected.items():
-        assert getattr(args, name) is value
-
-
-@pytest.mark.parametrize(
-    "argv,needle",
-    [
-        (["--center-features", "maybe"], "expected true or false, got 'maybe'"),
-        (["--no-trust-curator=true"], "--no-trust-curator takes no value"),
-    ],
-)
-def test_boolean_options_reject_other_values(capsys, argv, needle):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", *argv])
-    assert exc.value.code == 2 and needle in capsys.readouterr().err
-
-
-def test_help_shows_both_forms_of_a_flag():
-    text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
-    assert "--trust-curator [true|false], --no-trust-curator" in text
-    assert "--center-features [true|false], --no-center-features" in text
 
 
 def test_the_trust_curator_hint_is_a_command_that_works(capsys):
@@ -314,70 +227,12 @@ def test_a_central_release_is_replayable_only_when_the_seed_is_given(capsys):
 # --- bad input refused up front: one line, exit 2 --------------------------------------------
 
 
-@pytest.fixture
-def not_a_dir(tmp_path):
-    """A path under a regular file: nothing can be created there (even as root)."""
-    f = tmp_path / "a-file"
-    f.write_text("x")
-    return f / "sub"
-
-
-def _one_line_error(capsys, argv) -> str:
-    if argv[0] == "run":
-        argv = ["run", "--quiet", *argv[1:]]  # no progress lines
-    code, _, err = run_cli(capsys, *argv)
-    assert code == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
-
-
-@pytest.mark.parametrize(
-    "argv,needle",
-    [
-        (["sweep", "experiments/hogs-fig8.toml", "--workers", "-2"], "--workers must be >= 0"),
-        (["sweep", "experiments/hogs-fig8.toml", "--limit", "-1"], "--limit must be >= 1"),
-        (["sweep", "experiments/hogs-fig8.toml", "--limit", "0"], "--limit must be >= 1"),
-    ],
-)
-def test_sweep_counts_are_checked(capsys, argv, needle):
-    assert needle in _one_line_error(capsys, argv)
-
-
-def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_dir, monkeypatch):
-    from ldpgraph.simulation.results.store import ResultsStore
-
-    def boom(*_a, **_k):
-        raise AssertionError("the run started")
-
-    monkeypatch.setattr(pipeline, "load_dataset", boom)
-    err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--store", str(not_a_dir / "r.db")])
-    assert "--store" in err and "cannot be created" in err
-    store = tmp_path / "r.db"
-    ResultsStore(store).close()
-    err = _one_line_error(capsys, ["results", "--store", str(store), "--csv", str(not_a_dir)])
-    assert "--csv" in err
-    err = _one_line_error(capsys, ["report", "--store", str(store), "--out", str(not_a_dir)])
-    assert "--out" in err
-    err = _one_line_error(capsys, ["partition", "--dataset", SMALL, "--out", str(not_a_dir)])
-    assert "--out" in err
-    exp = tmp_path / "e.toml"
-    exp.write_text(
-        f'name = "e"\ndatasets = ["{SMALL}"]\nprotocols = ["hogs"]\nepsilons = [4]\n'
-        "[grid.g]\nlr = [0.01]\n"
-    )
-    err = _one_line_error(capsys, ["sweep", str(exp), "--grid", "g", "--store", str(not_a_dir)])
-    assert "results store" in err
-    monkeypatch.setenv("LDPGRAPH_CACHE", str(not_a_dir))
-    err = _one_line_error(capsys, ["run", "--dataset", "cora"])
-    assert "LDPGRAPH_CACHE" in err and "cannot be created" in err
-
-
 def test_a_gpu_that_is_not_there_is_refused_up_front(capsys, monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(pipeline, "load_dataset", lambda *_a, **_k: pytest.fail("loaded"))
-    err = _one_line_error(capsys, ["run", "--dataset", SMALL, "--device", "cuda"])
+    err = one_line_error(capsys, ["run", "--dataset", SMALL, "--device", "cuda"])
     assert "PyTorch sees no CUDA GPU" in err and "--device auto" in err
 
 
@@ -396,11 +251,11 @@ def test_missing_data_says_how_to_point_at_it(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(_sys, "prefix", str(tmp_path))
     monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(download, "download_file", offline)
-    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    err = one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
     assert "--data-root PATH or LDPGRAPH_DATA=PATH" in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--data-root", str(empty)])
+    err = one_line_error(capsys, ["run", "--dataset", "cora", "--data-root", str(empty)])
     assert "--data-root PATH or LDPGRAPH_DATA=PATH" in err and str(empty) in err
 
 
@@ -418,46 +273,24 @@ def test_the_data_root_recorded_by_make_is_used(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(_sys, "prefix", str(tmp_path))
     monkeypatch.delenv("LDPGRAPH_DATA", raising=False)
     monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
-    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    err = one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
     assert f"data root {mirror} lacks" in err
     assert os.environ["LDPGRAPH_DATA"] == str(mirror)  # exported for worker processes too
     monkeypatch.setenv("LDPGRAPH_DATA", str(tmp_path))  # the environment wins
-    err = _one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
+    err = one_line_error(capsys, ["run", "--dataset", "cora", "--backend", "local"])
     assert f"data root {tmp_path} lacks" in err
-
-
-def _garbage_mirror(root, *names: str) -> None:
-    from ldpgraph.simulation.datasets import DATASETS
-
-    for name in names:
-        for rel in DATASETS[name].raw_files:
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(b"not what you think\n" * 3)
 
 
 def test_a_damaged_dataset_file_is_named_in_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
-    _garbage_mirror(tmp_path / "data", "cora", "amazon-photo")
+    garbage_mirror(tmp_path / "data", "cora", "amazon-photo")
     for name, damaged in (
         ("amazon-photo", "Amazon/Photo/raw/amazon_electronics_photo.npz"),
         ("cora", "Planetoid/Cora/raw/ind.cora.x"),
     ):
         argv = ["run", "--dataset", name, "--data-root", str(tmp_path / "data")]
-        err = _one_line_error(capsys, [*argv, "--backend", "local"])
+        err = one_line_error(capsys, [*argv, "--backend", "local"])
         assert f"cannot read {tmp_path / 'data' / damaged}" in err
-
-
-def test_one_damaged_dataset_does_not_break_the_list(capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
-    _garbage_mirror(tmp_path / "data", "amazon-photo")
-    code, out, err = run_cli(capsys, "datasets", "--data-root", str(tmp_path / "data"))
-    assert code == 0
-    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert " ERROR " in lines["amazon-photo"] and " yes " in lines["synthetic"]
-    assert "amazon_electronics_photo.npz" in err
-    code, out, _ = run_cli(capsys, "datasets", "--json", "--data-root", str(tmp_path / "data"))
-    rows = {r["name"]: r for r in json.loads(out)}
-    assert "cannot read" in rows["amazon-photo"]["error"] and rows["synthetic"]["measured"]
 
 
 # --- the summary ------------------------------------------------------------------------------
@@ -489,49 +322,6 @@ def test_cora_hogs_fingerprint_under_the_former_defaults():
     )  # fmt: skip
     release, _ = pipeline.release(config, pipeline.prepare(config).graph)
     assert release.fingerprint().startswith("f7e0276c")
-
-
-def _run_help(protocol: str | None = None) -> str:
-    parser = cli.build_parser(protocol)
-    return " ".join(parser._subparsers._group_actions[0].choices["run"].format_help().split())
-
-
-def test_run_help_lists_central_strategies_in_their_own_group():
-    """`run --help` names each privacy family with its unit; a central strategy's parameters
-    sit in their own group, after their heading, shown when that strategy is chosen."""
-    text = _run_help("dpar-gm")
-    local, central = text.index("[LOCAL DP"), text.index("[CENTRAL DP")
-    assert "node-level (ε, δ)" in text[central : central + 120]
-    assert local < text.index("hogs:") < central < text.index("dpar-gm:")
-    group = text.index("protocol parameters of the central-DP strategies")
-    assert group < text.index("--delta DELTA node") < text.index("--pr-share PR_SHARE share")
-
-
-def test_run_help_shows_the_chosen_protocols_parameters_only():
-    hogs = _run_help()
-    assert "--tau TAU" in hogs and "--feature-share" in hogs
-    assert "--delta" not in hogs and "--sgd-clip" not in hogs and "--mu MU" not in hogs
-    assert "ldpgraph run --protocol NAME --help" in hogs
-    dpar = _run_help("dpar-gm")
-    assert "--sgd-clip" in dpar and "--tau TAU" not in dpar
-    assert len(hogs) < len(dpar) < 2 * len(hogs) + 20000
-
-
-def test_another_protocols_flag_is_an_error_naming_its_owner(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "--protocol", "dpar-gm", "--tau", "0.3", "--trust-curator"])
-    err = capsys.readouterr().err.strip()
-    assert exc.value.code == 2 and "\n" not in err
-    assert "protocol 'dpar-gm' has no parameter --tau (a parameter of hogs" in err
-    assert err.endswith("(see ldpgraph run --help)")
-
-
-def test_a_type_error_is_one_line_not_the_usage(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "--epsilon", "lots"])
-    err = capsys.readouterr().err.strip()
-    assert exc.value.code == 2 and "\n" not in err and "usage:" not in err
-    assert "--epsilon: invalid float value: 'lots'" in err
 
 
 def test_the_graph_metric_end_to_end_with_its_settings_and_its_error(capsys):

@@ -1,0 +1,78 @@
+"""The checks of a run that need more than its configuration (the protocol's class, the loaded
+graph, the split), made before anything is collected so that a run which cannot succeed fails
+in one line before any node spends budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldpgraph.server import evaluation
+
+from .config import RunConfig
+
+
+def check_collection(config: RunConfig) -> None:
+    """Refuse, before loading, a collection dataset (a list of graphs) for a protocol that
+    releases one graph or model, and a single-graph dataset for one that releases a generated
+    collection (``graphs``: DPGGAN, DPGVAE)."""
+    from ldpgraph.protocols.registry import protocol_info
+
+    from .datasets.graph_collections import NotACollectionError, is_collection_name
+
+    wants = getattr(protocol_info(config.protocol).resolve(), "kind", "graph") == "graphs"
+    have = is_collection_name(config.dataset)
+    if have and not wants:
+        raise NotACollectionError(
+            f"dataset {config.dataset!r} is a collection of graphs; protocol "
+            f"{config.protocol!r} works on one graph's nodes: give it a node-level dataset, or "
+            "a collection to a graph-generation protocol (dpggan, dpgvae)"
+        )
+    if wants and not have:
+        raise NotACollectionError(
+            f"protocol {config.protocol!r} learns from a collection of graphs; dataset "
+            f"{config.dataset!r} is one graph: use a collection (dblp-collection, "
+            "imdb-collection, dblp-new-collection, imdb-new-collection)"
+        )
+
+
+def check_labels(graph: Any, config: RunConfig) -> None:
+    """Refuse, before collecting anything, ``accuracy`` on a graph without labels (a
+    structure-only dataset such as privdpr-cora): there is nothing to score it against."""
+    if "accuracy" in config.metric_names() and getattr(graph, "num_classes", 1) == 0:
+        raise ValueError(
+            f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
+            "accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
+            "graph,lp,attack (none: the release and its privacy report only)"
+        )
+
+
+def no_hiding_in_deployment(config: RunConfig) -> None:
+    """A deployed node reports its own file: a metric that hides edges from the nodes would
+    need them left out when the node files are written, which ``ldpgraph partition`` does not
+    do yet. Refuse rather than measure on edges the nodes reported."""
+    hiding = [
+        name
+        for name in config.metric_names()
+        if type(evaluation.get_metric(name)).prepare is not evaluation.Metric.prepare
+    ]
+    if hiding:
+        raise ValueError(
+            f"metric(s) {', '.join(hiding)} hide edges from the nodes before collection; a "
+            "deployment cannot do that yet (the node files hold every edge): choose other "
+            "--metrics for --backend deploy"
+        )
+
+
+def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
+    """Refuse, before collecting anything, a split with an empty part (a tiny graph rounds a
+    fraction to no nodes): training needs training and validation nodes, and a test accuracy
+    of no test nodes is undefined (NaN, which is not even valid JSON)."""
+    sizes = {"train": len(split.train), "val": len(split.val), "test": len(split.test)}
+    empty = [name for name, size in sizes.items() if size == 0]
+    if empty:
+        raise ValueError(
+            f"the split of {num_nodes} nodes by train-split {config.train_split} and val-split "
+            f"{config.val_split} leaves no {' and no '.join(empty)} nodes "
+            f"({sizes['train']}/{sizes['val']}/{sizes['test']}); change --split or use a "
+            "larger graph"
+        )

@@ -1,0 +1,7 @@
+"""``python -m ldpgraph.simulation.cli``: the ``ldpgraph`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

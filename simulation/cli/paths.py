@@ -1,0 +1,42 @@
+"""Checks, before any work, that what a command will write can be written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import UserError
+
+
+def check_writable(path: str | os.PathLike[str], what: str, *, kind: str = "file") -> None:
+    """Refuse, before any work, a path this command will write: an existing one must be a
+    writable ``kind`` ("file", "dir" or "sqlite": a file whose directory must be writable too,
+    for SQLite's journal), a new one must be creatable (its nearest existing ancestor a
+    writable directory)."""
+    p = Path(path).expanduser()
+    if p.exists():
+        if kind == "dir" and not p.is_dir():
+            raise UserError(f"{what} {p} is not a directory")
+        if kind != "dir" and p.is_dir():
+            raise UserError(f"{what} {p} is a directory, not a file")
+        mode = os.W_OK | (os.X_OK if kind == "dir" else 0)
+        if not os.access(p, mode) or (kind == "sqlite" and not os.access(p.parent, os.W_OK)):
+            raise UserError(f"{what} {p} is not writable")
+        return
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{what} {p} cannot be created: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{what} {p} cannot be created: {parent} is not writable")
+
+
+def check_cache_writable(datasets: list[str]) -> None:
+    """Loading a real dataset writes its processed form to the cache: check it can."""
+    from ..datasets import ENV_CACHE, cache_dir, parse_dataset_spec
+
+    if all(parse_dataset_spec(d)[0] == "synthetic" for d in datasets):
+        return
+    via = f"${ENV_CACHE}" if os.environ.get(ENV_CACHE) else "the dataset cache"
+    check_writable(cache_dir(), f"{via} (set {ENV_CACHE} to a writable directory)", kind="dir")

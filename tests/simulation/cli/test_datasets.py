@@ -1,0 +1,40 @@
+"""``ldpgraph datasets``: the mirror's statistics, and one damaged dataset named, not fatal."""
+
+from __future__ import annotations
+
+import json
+
+from ...conftest import needs_mirror
+from . import garbage_mirror, run_cli
+
+
+@needs_mirror
+def test_datasets_json(capsys):
+    code, out, _ = run_cli(capsys, "datasets", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    cora = rows["cora"]["measured"]
+    assert (cora["nodes"], cora["edges"], cora["features"], cora["classes"]) == (
+        2708,
+        5278,
+        1433,
+        7,
+    )
+    cs = rows["citeseer"]["measured"]
+    assert (cs["nodes"], cs["edges"], cs["features"], cs["classes"]) == (3327, 4552, 3703, 6)
+    fb = rows["facebook"]["measured"]
+    assert (fb["nodes"], fb["edges"], fb["features"], fb["classes"]) == (22470, 170823, 4714, 4)
+    assert rows["pubmed"]["offline"] is False and rows["synthetic"]["offline"] is True
+
+
+def test_one_damaged_dataset_does_not_break_the_list(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    garbage_mirror(tmp_path / "data", "amazon-photo")
+    code, out, err = run_cli(capsys, "datasets", "--data-root", str(tmp_path / "data"))
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert " ERROR " in lines["amazon-photo"] and " yes " in lines["synthetic"]
+    assert "amazon_electronics_photo.npz" in err
+    code, out, _ = run_cli(capsys, "datasets", "--json", "--data-root", str(tmp_path / "data"))
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert "cannot read" in rows["amazon-photo"]["error"] and rows["synthetic"]["measured"]
