@@ -111,7 +111,7 @@ def _add_config_flags(
 
 
 def _add_deploy_flags(p: argparse.ArgumentParser) -> None:
-    d = p.add_argument_group("deploy backend (a running SuperLink; see README, Deploy)")
+    d = p.add_argument_group("deploy backend (a running SuperLink; see docs/deployment.md)")
     d.add_argument("--superlink", metavar="HOST:PORT", help="the SuperLink to submit the run to")
     d.add_argument(
         "--root-certificates",
