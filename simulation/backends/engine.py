@@ -1,10 +1,11 @@
-"""The one place that starts Flower's in-process Simulation Runtime.
+"""The one place that starts Flower's in-process Simulation Runtime: the named fallback.
 
-Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run`` (which
-`deploy/flwr-local-run.sh` and ``flwr run .`` already use). For ``ldpgraph run --backend
-flower`` the in-process entry is what we need: the ServerApp is built around objects already in
-memory (the loaded graph, the protocol, a progress bar), which a ``flwr run`` app would have to
-reload from disk in another process. So every in-process simulation goes through
+Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run``, and
+``ldpgraph run --backend flower`` (and ``ldpgraph.run``) now go through ``flwr run``
+(:mod:`.flwr_run`). The in-process engine remains for what needs objects in this process: a
+run that joins an existing Ray cluster (the driver-side checks of
+:mod:`ldpgraph.simulation.raycluster`), ``pipeline.run`` called directly (sweeps, benchmarks)
+and the tests that inject a faulty ClientApp object. Every such call goes through
 :func:`run_in_simulation_engine`; when Flower removes the call, this module is the one change
 (a test holds every other module to it).
 """
