@@ -179,7 +179,7 @@ def run_with_flwr(config: RunConfig, stage: Stage | None = None) -> dict[str, An
     say = stage or (lambda _msg: None)
     supernodes = num_supernodes(config)
     say(f"starting Flower's local SuperLink (simulation, {supernodes} SuperNodes) by flwr run")
-    with _private_dir() as root:
+    with _private_dir(config.run_dir) as root:
         write_flwr_home(root / "flwr")
         cmd = flwr_command(config, root, supernodes)
         tail = _stream(cmd, child_env(root), root, say)
@@ -236,13 +236,20 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def _private_dir() -> Iterator[Path]:
+def _private_dir(run_dir: str = "") -> Iterator[Path]:
     """A short private dir under /tmp (Ray's Unix socket paths must fit ~107 bytes); on exit,
     success, error, Ctrl-C or SIGTERM alike, every process tied to it is stopped and it is
-    removed."""
+    removed, and so is the copy of the nodes' rows the ServerApp wrote into ``run_dir`` (a
+    killed ServerApp cannot remove it). ``run_dir`` (``--run-dir``) also gets the private
+    dir's path in ``ray-temp-dir``, as the in-process engine writes it: what this run
+    started can be found by that path."""
     from ..processes import kill_under
+    from .flower import discard_run_data
 
     root = Path(tempfile.mkdtemp(prefix="ldpg-fr-", dir="/tmp"))
+    if run_dir:
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        (Path(run_dir) / "ray-temp-dir").write_text(str(root))
     on_main = threading.current_thread() is threading.main_thread()
     old_term = signal.getsignal(signal.SIGTERM)
     if on_main:
@@ -252,5 +259,7 @@ def _private_dir() -> Iterator[Path]:
     finally:
         kill_under(str(root))
         shutil.rmtree(root, ignore_errors=True)
+        if run_dir:
+            discard_run_data(Path(run_dir), ours=False)
         if on_main:
             signal.signal(signal.SIGTERM, old_term)

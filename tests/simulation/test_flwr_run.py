@@ -156,3 +156,60 @@ def test_flwr_run_dot(tmp_path):
     local = run(RunConfig(dataset=DATASET, epochs=10, seed=2, backend="local"))
     assert record["fingerprint"] == local["fingerprint"]
     assert flower_processes(home) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
+    """Ctrl-C during ``run_with_flwr``: the detached SuperLink, SuperExec, the simulation and
+    Ray are stopped by pid, the private dir and the nodes' rows are gone."""
+    import signal
+    import time
+
+    from ldpgraph.simulation.processes import pids_under
+
+    rundir = tmp_path / "r"
+    script = (
+        "import sys\n"
+        "from ldpgraph.simulation.backends.flwr_run import run_with_flwr\n"
+        "from ldpgraph.simulation.config import RunConfig\n"
+        "cfg = RunConfig(dataset='synthetic:n=1500,classes=3,d=20', nodes_per_client=5,\n"
+        f"                backend='flower', ray_actors=2, run_dir={str(rundir)!r})\n"
+        "try:\n"
+        "    run_with_flwr(cfg)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    marker = rundir / "ray-temp-dir"
+    deadline = time.monotonic() + 180
+    root = ""
+    while time.monotonic() < deadline:
+        root = marker.read_text() if marker.is_file() else ""
+        # Wait for the simulation's Ray: then the SuperLink has started everything.
+        if root and any("raylet" in _cmd(p) for p in pids_under(root)):
+            break
+        time.sleep(0.3)
+    assert root and pids_under(root), "the SuperLink never started"
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+    assert pids_under(root) == [] and not os.path.exists(root)
+    assert not (rundir / "nodes").exists()
+
+
+def _cmd(pid: int) -> str:
+    import psutil
+
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return ""
