@@ -248,9 +248,14 @@ def head():
             if a.startswith("--port=")
             else f"--temp-dir={temp}"
             if a.startswith("--temp-dir=")
+            # `ray job submit` talks to the dashboard's job API: on, and on loopback.
+            else "--include-dashboard=true"
+            if a.startswith("--include-dashboard")
             else a
             for a in cmd[1:]
         ),
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dash}",
         # Pinned as well, to free ports: on a shared machine Ray's fixed defaults collide.
         f"--ray-client-server-port={client}",
         f"--node-manager-port={nm}",
@@ -383,9 +388,33 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
     assert watch.off_loopback() == [], watch.off_loopback()
 
 
+def wait_for_dashboard(head: Head, timeout: float = 120.0) -> None:
+    """``ray start`` returns before the dashboard serves its job API on a busy machine."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{head.dashboard}/api/version", timeout=3) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            logs = head.temp / "session_latest" / "logs"
+            text = "".join(
+                f"--- {name}\n" + (logs / name).read_text(errors="replace")[-1500:]
+                for name in ("dashboard.err", "dashboard.log")
+                if (logs / name).is_file()
+            )
+            raise AssertionError(f"the dashboard never answered at {head.dashboard}:\n{text}")
+        time.sleep(1)
+
+
 def test_ray_job_submit_runs_a_sweep(head: Head, tmp_path: Path) -> None:
     """Ray's own way to run a program on a cluster: ``ray job submit -- ldpgraph sweep …``
     (the job's driver gets RAY_ADDRESS from Ray); its results land in the store."""
+    wait_for_dashboard(head)
     store = tmp_path / "job.db"
     toml = str(ROOT / "deploy" / "ray-smoke.toml")
     cmd = [
