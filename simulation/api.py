@@ -94,22 +94,17 @@ def run(
 
 def run_record(config: RunConfig, stage: Any = None, show_progress: bool = False) -> dict[str, Any]:
     """The record of one run of a checked ``config`` by its backend, as ``ldpgraph run`` makes
-    it: ``flower`` through ``flwr run`` (Flower's supported runtime,
+    it: ``flower`` through ``flwr run`` (Flower's supported runtime, on a private local
+    SuperLink, joining the Ray cluster of ``ray_address`` or ``RAY_ADDRESS`` if one is given:
     :func:`~ldpgraph.simulation.backends.flwr_run.run_with_flwr`); ``local`` in this process.
+    Flower's deprecated in-process engine stays reachable as
+    :func:`ldpgraph.simulation.pipeline.run` (the named fallback)."""
+    if config.backend == "flower":
+        from .backends.flwr_run import run_with_flwr
 
-    Joining a Ray cluster (``ray_address`` or ``RAY_ADDRESS``) keeps Flower's in-process engine
-    (:func:`ldpgraph.simulation.pipeline.run`, the named fallback): its driver-side checks (an
-    unreachable head fails in seconds, a loopback head stays on loopback, several machines
-    need a shared ``--run-dir``) live there."""
+        return run_with_flwr(config, stage)
     from .pipeline import run as run_pipeline
 
-    if config.backend == "flower":
-        from .backends.flower import cluster_address
-
-        if not cluster_address(config):
-            from .backends.flwr_run import run_with_flwr
-
-            return run_with_flwr(config, stage)
     return run_pipeline(config, stage, show_progress)
 
 

@@ -111,9 +111,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def child_env(root: Path) -> dict[str, str]:
+def child_env(root: Path, address: str = "") -> dict[str, str]:
     """The environment of ``flwr run`` and all it starts: private FLWR_HOME and Ray temp dir,
-    free ports, no telemetry, no runtime dependency installation, Ray on loopback."""
+    free ports, no telemetry, no runtime dependency installation, Ray on loopback; with a
+    cluster ``address``, ``RAY_ADDRESS`` (the simulation's ``ray.init`` joins it)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     bindir = str(Path(sys.executable).parent)
     env.update(
@@ -130,6 +131,12 @@ def child_env(root: Path) -> dict[str, str]:
         RAY_DEDUP_LOGS="0",
         RAY_USAGE_STATS_ENABLED="0",
     )
+    if address:
+        from ..raycluster import SINGLE_MACHINE_ENV, is_loopback, split_address
+
+        env["RAY_ADDRESS"] = address
+        if address != "auto" and not is_loopback(split_address(address)[0]):
+            env.pop(SINGLE_MACHINE_ENV)  # a driver on a cluster machine: Ray's own address
     return env
 
 
@@ -141,8 +148,9 @@ def num_supernodes(config: RunConfig) -> int:
     return -(-n // config.resolved_nodes_per_client(n))
 
 
-def flwr_command(config: RunConfig, root: Path, supernodes: int) -> list[str]:
-    """``flwr run <app> local --stream`` with the federation's size and the run's settings."""
+def flwr_command(config: RunConfig, root: Path, supernodes: int, address: str = "") -> list[str]:
+    """``flwr run <app> local --stream`` with the federation's size and the run's settings;
+    on a cluster (``address``) no CPU count for ``ray.init`` (Ray refuses one there)."""
     import tomli_w
 
     from ..flower_app import RESULT_PATH
@@ -152,10 +160,12 @@ def flwr_command(config: RunConfig, root: Path, supernodes: int) -> list[str]:
     actors = config.ray_actors or (os.cpu_count() or 1)
     per_actor = config.ray_cpus_per_actor
     per_actor = int(per_actor) if float(per_actor).is_integer() else per_actor
-    federation = (  # Ray wants whole CPUs in ray.init, any share per actor
+    federation = (
         f"num-supernodes={supernodes} client-resources-num-cpus={per_actor} "
-        f"client-resources-num-gpus=0.0 init-args-num-cpus={math.ceil(actors * per_actor)}"
+        "client-resources-num-gpus=0.0"
     )
+    if not address:  # Ray wants whole CPUs in ray.init, any share per actor
+        federation += f" init-args-num-cpus={math.ceil(actors * per_actor)}"
     exe = Path(sys.executable).parent / "flwr"
     return [
         str(exe) if exe.exists() else (shutil.which("flwr") or "flwr"),
@@ -174,15 +184,20 @@ def run_with_flwr(config: RunConfig, stage: Stage | None = None) -> dict[str, An
     """Run one experiment through ``flwr run`` on a local simulated federation; returns the
     result record (the same shape as :func:`ldpgraph.simulation.pipeline.run`'s)."""
     from ..config import ConfigError
+    from ..raycluster import check_reachable
+    from .flower import cluster_address
 
     config.validate()
     say = stage or (lambda _msg: None)
+    address = cluster_address(config)
+    if address and address != "auto":
+        check_reachable(address)  # one line in seconds, not Ray's minutes of retries
     supernodes = num_supernodes(config)
     say(f"starting Flower's local SuperLink (simulation, {supernodes} SuperNodes) by flwr run")
     with _private_dir(config.run_dir) as root:
         write_flwr_home(root / "flwr")
-        cmd = flwr_command(config, root, supernodes)
-        tail = _stream(cmd, child_env(root), root, say)
+        cmd = flwr_command(config, root, supernodes, address)
+        tail = _stream(cmd, child_env(root, address), root, say)
         result = root / "result.json"
         if not result.is_file() or not result.stat().st_size:
             raise ConfigError(f"flwr run produced no result: {_last_error(tail)}")

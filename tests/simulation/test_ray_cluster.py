@@ -443,6 +443,28 @@ def test_run_honours_ray_address_like_the_flag(head: Head) -> None:
     assert sum("gcs_server" in p for p in watch.processes) == 1, watch.processes
 
 
+def test_flwr_run_backend_uses_the_cluster(head: Head) -> None:
+    """``ldpgraph.run(backend="flower", ray_address=…)`` goes through ``flwr run``: the local
+    SuperLink's simulation joins the cluster (its ClientApp actors run there, no Ray of its
+    own), everything on loopback, and the cluster stays up."""
+    before = set(pids_under(str(head.temp)))
+    script = (
+        "import ldpgraph\n"
+        "r = ldpgraph.run(dataset='synthetic:n=60,classes=3,d=8,avg_degree=4', epochs=3,\n"
+        f"                 nodes_per_client=20, ray_address={head.address!r})\n"
+        "c = r.record['release']['collection']\n"
+        "print('replied', c['rounds'][0]['replied'], 'supernodes', c['supernodes'])\n"
+    )
+    proc, out, watch = run_watched([sys.executable, "-c", script], head, timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    assert "replied 60 supernodes 3" in out, out[-3000:]
+    assert any("ClientAppActor" in p for p in watch.processes), watch.processes
+    assert any("flower-superlink" in p for p in watch.processes), watch.processes
+    assert sum("gcs_server" in p for p in watch.processes) == 1, watch.processes
+    assert before <= set(pids_under(str(head.temp)))
+    assert watch.off_loopback() == [], watch.off_loopback()
+
+
 def test_ray_init_args_take_the_cluster_from_ray_address(monkeypatch) -> None:
     from ldpgraph.simulation.backends.flower import ray_init_args
     from ldpgraph.simulation.config import RunConfig
