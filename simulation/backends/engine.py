@@ -2,10 +2,10 @@
 
 Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run``, and
 ``ldpgraph run --backend flower`` (and ``ldpgraph.run``) now go through ``flwr run``
-(:mod:`.flwr_run`). The in-process engine remains for what needs objects in this process: a
-run that joins an existing Ray cluster (the driver-side checks of
-:mod:`ldpgraph.simulation.raycluster`), ``pipeline.run`` called directly (sweeps, benchmarks)
-and the tests that inject a faulty ClientApp object. Every such call goes through
+(:mod:`.flwr_run`, through :func:`ldpgraph.simulation.api.run_record`). The in-process engine
+remains for what calls :func:`ldpgraph.simulation.pipeline.run` directly (sweep workers,
+benchmarks) and for the tests that inject a faulty ClientApp object, which only an in-process
+engine can take. Every such call goes through
 :func:`run_in_simulation_engine`; when Flower removes the call, this module is the one change
 (a test holds every other module to it).
 """

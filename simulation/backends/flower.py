@@ -1,5 +1,7 @@
-"""The ``flower`` backend: Flower's simulation engine on Ray, one virtual SuperNode per
-``nodes_per_client`` logical node-clients.
+"""The ``flower`` backend's server side over a Flower Grid (:func:`release_over_grid`, which the
+ServerApp of ``flwr run`` uses), and its in-process fallback on Flower's simulation engine on
+Ray (:func:`run_protocol`; ``ldpgraph run`` goes through :mod:`.flwr_run`), one virtual
+SuperNode per ``nodes_per_client`` logical node-clients.
 
 The server side runs as a real Flower ServerApp: it waits for the SuperNodes, learns which nodes
 each hosts (hello round), then runs the protocol's rounds through the one round loop
