@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run the ldpgraph Flower app with `flwr run .` on a local simulated federation (Flower's
 # simulation engine on Ray), wait for the result, then stop the SuperLink that `flwr run`
-# leaves running in the background.
+# leaves running in the background. `ldpgraph run --backend flower` does the same for an
+# installed package (ldpgraph.simulation.backends.flwr_run: a generated app, a private FLWR_HOME,
+# the SuperLink stopped by pid); this script runs the repository checkout as the app.
 #
 #   deploy/flwr-local-run.sh [NUM_SUPERNODES] ["key=value key=value …"]
 #   deploy/flwr-local-run.sh 64 "dataset='citeseer' epsilon=6.0 protocol='hogs'"

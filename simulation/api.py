@@ -76,7 +76,6 @@ def run(
     ``store``: also record it in that results store (opened first: a bad store fails before
     any work), as ``--store`` does."""
     from .datasets.locations import use_recorded_data_root
-    from .pipeline import run as run_pipeline
     from .results.store import ResultsStore
 
     use_recorded_data_root()
@@ -86,11 +85,27 @@ def run(
         settings = {**settings, "seeded": "seed" in settings or "seed" in given}
     cfg = _config(config, settings).validate()
     if store is None:
-        return RunResult(run_pipeline(cfg), cfg)
+        return RunResult(run_record(cfg), cfg)
     with ResultsStore(store) as opened:
-        result = RunResult(run_pipeline(cfg), cfg)
+        result = RunResult(run_record(cfg), cfg)
         opened.finish(cfg, result.record)
     return result
+
+
+def run_record(config: RunConfig, stage: Any = None, show_progress: bool = False) -> dict[str, Any]:
+    """The record of one run of a checked ``config`` by its backend, as ``ldpgraph run`` makes
+    it: ``flower`` through ``flwr run`` (Flower's supported runtime, on a private local
+    SuperLink, joining the Ray cluster of ``ray_address`` or ``RAY_ADDRESS`` if one is given:
+    :func:`~ldpgraph.simulation.backends.flwr_run.run_with_flwr`); ``local`` in this process.
+    Flower's deprecated in-process engine stays reachable as
+    :func:`ldpgraph.simulation.pipeline.run` (the named fallback)."""
+    if config.backend == "flower":
+        from .backends.flwr_run import run_with_flwr
+
+        return run_with_flwr(config, stage)
+    from .pipeline import run as run_pipeline
+
+    return run_pipeline(config, stage, show_progress)
 
 
 def load_dataset(name: str, data_root: str | None = None, **params: Any) -> Any:

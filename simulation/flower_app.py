@@ -23,8 +23,13 @@ from .config import RunConfig
 
 log = logging.getLogger("ldpgraph.simulation")
 
-#: Run-config keys of the Flower app that are not part of RunConfig.
-APP_ONLY_KEYS = ("result-path",)
+#: Where the ServerApp writes the result record (a run-config key of the app only).
+RESULT_PATH = "result-path"
+#: Run-config keys of the Flower app that are not part of RunConfig, with their defaults.
+APP_ONLY_DEFAULTS: dict[str, str] = {RESULT_PATH: ""}
+APP_ONLY_KEYS = tuple(APP_ONLY_DEFAULTS)
+#: Marks the pipeline's stage lines in the run's log (``ldpgraph run`` shows them as progress).
+STAGE_MARK = "ldpgraph stage:"
 
 app = ServerApp()
 
@@ -37,9 +42,9 @@ def main(grid: Grid, context: Context) -> None:
 
     values = {k: v for k, v in context.run_config.items() if k not in APP_ONLY_KEYS}
     config = RunConfig.from_mapping(values)
-    result = run(config, stage=lambda msg: log.warning("%s", msg), grid=grid)
+    result = run(config, stage=lambda msg: log.warning("%s %s", STAGE_MARK, msg), grid=grid)
     result["flwr_run_id"] = int(context.run_id)
-    out = str(context.run_config.get("result-path", "") or "")
+    out = str(context.run_config.get(RESULT_PATH, "") or "")
     if not out:
         home = Path(os.environ.get("FLWR_HOME", Path.home() / ".flwr"))
         out = str(home / "ldpgraph-results" / f"{context.run_id}.json")

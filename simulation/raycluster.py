@@ -7,9 +7,11 @@ Three things go wrong when one simply calls ``ray.init(address=...)``, and this 
 * Ray replaces a loopback head address (127.0.0.1, localhost) by the machine's own address
   before connecting, so a head started with ``--node-ip-address 127.0.0.1`` (which listens on
   loopback only) is never reached, and the driver's own servers would bind the outside address.
-  For a loopback address we keep Ray on loopback (its documented single-machine switch,
-  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, for the duration of the connect) and pin the
-  driver's node address to it.
+  For a loopback address we keep Ray on loopback with its documented single-machine switch,
+  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (then Ray's node address is the loopback address).
+  Ray reads the switch once, when ``ray`` is imported, and has no public way to change it
+  afterwards: so the switch is set before our first ``import ray``; if ``ray`` was imported
+  earlier without it, joining a loopback head is refused with a line that says what to set.
 * The driver must run on a machine of the cluster (Ray needs a local raylet); that is Ray's
   rule, and its error says so.
 
@@ -72,58 +74,52 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> tuple[str
     return host, port
 
 
-@contextlib.contextmanager
-def _single_machine() -> Iterator[None]:
-    """Ray's single-machine mode while connecting: it then leaves a loopback address alone.
+def _import_ray(loopback: bool) -> Any:
+    """``import ray``, with Ray's single-machine switch on when ``loopback`` and Ray is not
+    imported yet (the switch is read at import). Returns the module and whether Ray stays on
+    loopback."""
+    import sys
 
-    Ray reads the switch into a module constant at import time, and ``ray`` may already be
-    imported (Flower imports it), so the constant is set too; both are restored afterwards (the
-    connected driver keeps its node address, and Ray asks the constant nothing more)."""
-    from ray._private import ray_constants
+    if loopback and "ray" not in sys.modules:
+        os.environ.setdefault(SINGLE_MACHINE_ENV, "0")
+    import ray
 
-    old_env = os.environ.get(SINGLE_MACHINE_ENV)
-    old_const = ray_constants.ENABLE_RAY_CLUSTER
-    os.environ[SINGLE_MACHINE_ENV] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = old_const
-        if old_env is None:
-            os.environ.pop(SINGLE_MACHINE_ENV, None)
-        else:
-            os.environ[SINGLE_MACHINE_ENV] = old_env
+    return ray
+
+
+def _on_loopback() -> bool:
+    """Whether the imported Ray keeps node addresses on loopback (the switch was set when it
+    was imported; we set it only before importing, so the environment tells)."""
+    return os.environ.get(SINGLE_MACHINE_ENV, "").strip().lower() in ("0", "false")
 
 
 def connect(address: str, **init_args: Any) -> None:
     """``ray.init`` on the existing cluster at ``address`` (``auto``: Ray's own discovery)."""
-    import ray
-
-    if address == "auto":
-        target, pinned = "auto", None
-    else:
+    loopback = False
+    target = address
+    if address != "auto":
         host, port = check_reachable(address)
-        target, pinned = _join(host, port), None
-        if is_loopback(host):
-            pinned = "127.0.0.1" if host == "localhost" else host
-            target = _join(pinned, port)
+        loopback = is_loopback(host)
+        target = _join("127.0.0.1" if host == "localhost" else host, port)
+    ray = _import_ray(loopback)
+    if loopback and not _on_loopback():
+        raise ConfigError(
+            f"cannot join the loopback Ray head at {address}: Ray was imported before ldpgraph "
+            f"could keep it on loopback; set {SINGLE_MACHINE_ENV}=0 in the environment"
+        )
     with _quiet():
-        if pinned is None:
-            ray.init(address=target, **init_args)
-        else:
-            with _single_machine():
-                ray.init(address=target, _node_ip_address=pinned, **init_args)
+        ray.init(address=target, **init_args)
 
 
 def start_local(**init_args: Any) -> None:
-    """``ray.init`` of a private one-machine Ray that listens on loopback only.
+    """``ray.init`` of a private one-machine Ray that listens on loopback only (when Ray was
+    not imported before without the single-machine switch: then on Ray's default address).
 
     Left to itself Ray binds its GCS and raylet on every interface and its agents on the
     machine's outside address, although nothing outside ever talks to a one-machine Ray."""
-    import ray
-
-    with _quiet(), _single_machine():
-        ray.init(_node_ip_address="127.0.0.1", **init_args)
+    ray = _import_ray(loopback=True)
+    with _quiet():
+        ray.init(**init_args)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,11 @@
-"""The one place that starts Flower's in-process Simulation Runtime.
+"""The one place that starts Flower's in-process Simulation Runtime: the named fallback.
 
-Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run`` (which
-`deploy/flwr-local-run.sh` and ``flwr run .`` already use). For ``ldpgraph run --backend
-flower`` the in-process entry is what we need: the ServerApp is built around objects already in
-memory (the loaded graph, the protocol, a progress bar), which a ``flwr run`` app would have to
-reload from disk in another process. So every in-process simulation goes through
+Flower 1.41 marks ``flwr.simulation.run_simulation`` deprecated in favour of ``flwr run``, and
+``ldpgraph run --backend flower`` (and ``ldpgraph.run``) now go through ``flwr run``
+(:mod:`.flwr_run`, through :func:`ldpgraph.simulation.api.run_record`). The in-process engine
+remains for what calls :func:`ldpgraph.simulation.pipeline.run` directly (sweep workers,
+benchmarks) and for the tests that inject a faulty ClientApp object, which only an in-process
+engine can take. Every such call goes through
 :func:`run_in_simulation_engine`; when Flower removes the call, this module is the one change
 (a test holds every other module to it).
 """

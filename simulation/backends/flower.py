@@ -1,5 +1,7 @@
-"""The ``flower`` backend: Flower's simulation engine on Ray, one virtual SuperNode per
-``nodes_per_client`` logical node-clients.
+"""The ``flower`` backend's server side over a Flower Grid (:func:`release_over_grid`, which the
+ServerApp of ``flwr run`` uses), and its in-process fallback on Flower's simulation engine on
+Ray (:func:`run_protocol`; ``ldpgraph run`` goes through :mod:`.flwr_run`), one virtual
+SuperNode per ``nodes_per_client`` logical node-clients.
 
 The server side runs as a real Flower ServerApp: it waits for the SuperNodes, learns which nodes
 each hosts (hello round), then runs the protocol's rounds through the one round loop
@@ -193,13 +195,22 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def ray_init_args(config: RunConfig, ray_tmp: Path) -> dict[str, Any]:
-    """Arguments of our own ``ray.init``: a private short temp dir, or an existing cluster."""
+def cluster_address(config: RunConfig) -> str:
+    """The Ray cluster to join: ``--ray-address``, else ``RAY_ADDRESS`` (as Ray's own tools and
+    ``ray job submit`` set it), else none (a private one-machine Ray)."""
+    return config.ray_address or os.environ.get("RAY_ADDRESS", "").strip()
+
+
+def ray_init_args(config: RunConfig) -> dict[str, Any]:
+    """Arguments of our own ``ray.init``: the cluster's address (no resources: a cluster has
+    its own), or the CPUs of a private Ray (its temp dir comes from ``RAY_TMPDIR``, see
+    :func:`ray_session`)."""
     quiet = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
-    if config.ray_address:
-        return {"address": config.ray_address, **quiet}
+    address = cluster_address(config)
+    if address:
+        return {"address": address, **quiet}
     actors = config.ray_actors or (os.cpu_count() or 1)
-    return {"num_cpus": actors * config.ray_cpus_per_actor, "_temp_dir": str(ray_tmp), **quiet}
+    return {"num_cpus": actors * config.ray_cpus_per_actor, **quiet}
 
 
 def backend_config(config: RunConfig) -> dict[str, Any]:
@@ -219,17 +230,16 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iterator[None]:
     """Start (or join) Ray for one simulation and stop everything we started, on success,
     error, Ctrl-C and SIGTERM alike."""
-    import ray
-
     # Ray's Unix socket paths must fit in ~107 bytes: a short private dir under /tmp, named in
     # the run directory so that a user (or a test) can find what this run started.
     ray_tmp = Path(tempfile.mkdtemp(prefix="ldpg-ray-", dir="/tmp"))
     (rundir / "ray-temp-dir").write_text(str(ray_tmp))
     old_term = signal.getsignal(signal.SIGTERM)
     on_main = threading.current_thread() is threading.main_thread()
+    address = cluster_address(config)
     try:
-        init_args = ray_init_args(config, ray_tmp)
-        if config.ray_address:
+        init_args = ray_init_args(config)
+        if address:
             from ..raycluster import alive_nodes, connect
 
             connect(init_args.pop("address"), **init_args)
@@ -242,7 +252,9 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
         else:
             from ..raycluster import start_local
 
-            start_local(**init_args)
+            # RAY_TMPDIR: Ray's documented temp-dir variable, read by ray.init.
+            with _environment({"RAY_TMPDIR": str(ray_tmp)}):
+                start_local(**init_args)
         if on_main:  # ray.init installs a handler that aborts without cleanup
             signal.signal(signal.SIGTERM, _raise_interrupt)
         yield
@@ -250,7 +262,7 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
         # Ctrl-C, our SIGTERM handler, or Flower's own SIGTERM handler (SystemExit): stop our
         # processes before anything else can touch the stopped Ray.
         abort.set()
-        if not config.ray_address:
+        if not address:
             from ..processes import kill_under
 
             kill_under(str(ray_tmp))
@@ -262,9 +274,10 @@ def ray_session(config: RunConfig, rundir: Path, abort: threading.Event) -> Iter
         raise
     finally:
         abort.set()
-        if ray.is_initialized():
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
             ray.shutdown()
-        if not config.ray_address:
+        if not address:
             from ..processes import kill_under
 
             kill_under(str(ray_tmp))

@@ -94,8 +94,6 @@ def execute_on_ray(
 ) -> None:
     """Run ``units`` as tasks (each ``run_unit`` of one unit) on the Ray cluster at
     ``address``; record results as they come."""
-    import ray
-
     from ..raycluster import connect
     from ..results.identity import run_key
     from ..results.store import ResultsStore
@@ -108,7 +106,10 @@ def execute_on_ray(
             "`ldpgraph run --ray-address` for single Flower runs on the cluster"
         )
     tick = bar.update if bar is not None else (lambda _n: None)
+    # connect imports Ray first: a loopback head needs Ray's switch set before that import.
     connect(address, logging_level="ERROR", log_to_driver=False)
+    import ray
+
     running: dict[Any, dict[str, Any]] = {}  # generator -> {run_key: config} still to record
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(unit_results)

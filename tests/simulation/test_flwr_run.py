@@ -1,15 +1,21 @@
-"""`flwr run .` on a local simulated federation completes a run, gives the local backend's
-fingerprint, and leaves no SuperLink behind."""
+"""``--backend flower`` through ``flwr run`` (Flower's supported runtime): the generated app,
+the installed flwr exposing what we use (a canary for a new flwr), the local backend's
+fingerprint, and no SuperLink, Ray or temp dir left behind; the hand-run
+``deploy/flwr-local-run.sh`` too."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
+import tempfile
+from collections import deque
 from pathlib import Path
 
 import pytest
 
+from ldpgraph.simulation.backends import flwr_run
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
@@ -17,17 +23,109 @@ ROOT = Path(__file__).resolve().parents[2]
 DATASET = "synthetic:n=90,classes=3,d=20,seed=5"
 
 
+def test_generated_app_is_a_valid_flower_app(tmp_path):
+    """The app directory needs no repository: its pyproject names the installed apps and the
+    run-config table of the installed package's declarations, and Flower accepts it."""
+    import tomllib
+
+    from flwr.common.config import validate_config
+
+    app = flwr_run.write_app(tmp_path / "app")
+    assert [p.name for p in app.iterdir()] == ["pyproject.toml"]
+    pyproject = tomllib.loads((app / "pyproject.toml").read_text())
+    valid, errors, _ = validate_config(pyproject, check_module=True, project_dir=app)
+    assert valid, errors
+    table = pyproject["tool"]["flwr"]["app"]["config"]
+    assert table == {**RunConfig().to_flwr(), "result-path": ""}
+    home = flwr_run.write_flwr_home(tmp_path / "home")
+    conf = tomllib.loads((home / "config.toml").read_text())
+    assert conf["superlink"]["local"]["address"] == ":local:"
+
+
+def test_installed_flwr_exposes_what_we_use():
+    """Canary for a new flwr release: the CLI options, the local SuperLink's magic address and
+    port variables, and the app API that flwr_run and the apps rely on."""
+    import inspect
+
+    import flwr
+    from flwr.cli import constant, local_superlink
+
+    where = f"flwr {flwr.__version__}"
+    assert constant.LOCAL_SUPERLINK_ADDRESS_MAGIC_VALUE == ":local:", (
+        f"{where}: the local SuperLink's address is no longer ':local:' (write_flwr_home)"
+    )
+    source = inspect.getsource(constant) + inspect.getsource(local_superlink)
+    for name in ("FLWR_LOCAL_SUPERLINK_HTTP_API_PORT", "FLWR_LOCAL_CONTROL_API_PORT"):
+        assert name in source, f"{where} no longer reads {name}: flwr_run.child_env pins it"
+    assert "--log-file" in inspect.getsource(local_superlink), (
+        f"{where}: the local SuperLink's command line no longer names FLWR_HOME "
+        "(flwr_run finds it to stop it by that path)"
+    )
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "flwr"), "run", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=True,
+    ).stdout
+    for option in ("--stream", "--federation-config", "--run-config"):
+        assert option in out, f"{where}: `flwr run` has no {option} (flwr_run.flwr_command)"
+    from flwr.app import Context  # noqa: F401
+    from flwr.serverapp import Grid, ServerApp  # noqa: F401
+
+
+def test_the_last_error_line_is_the_message():
+    tail = deque(["Starting", "Traceback (most recent call last):", "  File x", "ValueError: bad"])
+    assert flwr_run._last_error(tail) == "ValueError: bad"
+    boxed = deque(["╭─ Error ─╮", "│ 'float' object cannot be interpreted │", "╰───╯"])
+    assert flwr_run._last_error(boxed) == "'float' object cannot be interpreted"
+
+
+@pytest.mark.slow
+def test_api_flower_backend_runs_flwr_run_with_the_local_fingerprint(monkeypatch):
+    """``ldpgraph.run(backend="flower")`` goes through ``flwr run``, never ``run_simulation``,
+    gives the local backend's fingerprint and leaves no process or temp dir behind."""
+    import flwr.simulation
+
+    import ldpgraph
+    from ldpgraph.simulation.backends import engine
+    from ldpgraph.simulation.processes import pids_under
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("run_simulation was called")
+
+    monkeypatch.setattr(flwr.simulation, "run_simulation", forbidden)
+    monkeypatch.setattr(engine, "run_in_simulation_engine", forbidden)
+    made: list[str] = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(flwr_run.tempfile, "mkdtemp", mkdtemp)
+    settings = {"dataset": DATASET, "epochs": 10, "seed": 2, "nodes_per_client": 30}
+    result = ldpgraph.run(backend="flower", **settings)
+    local = ldpgraph.run(backend="local", **settings)
+    assert result.record["config"]["backend"] == "flower"
+    assert result.record["release"]["collection"]["supernodes"] == 3
+    assert result.record["release"]["collection"]["rounds"][0]["replied"] == 90
+    assert result.fingerprint == local.fingerprint
+    assert result.accuracy == local.accuracy
+    assert len(made) == 1 and not os.path.exists(made[0]) and pids_under(made[0]) == []
+
+
 def flower_processes(flwr_home: str) -> list[int]:
+    """Processes started with this FLWR_HOME (psutil: any OS it supports)."""
+    import psutil
+
     pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-        except OSError:
+            if proc.environ().get("FLWR_HOME") == flwr_home:
+                pids.append(proc.pid)
+        except psutil.Error:
             continue
-        if f"FLWR_HOME={flwr_home}".encode() in env:
-            pids.append(int(entry))
     return pids
 
 
@@ -38,9 +136,9 @@ def test_flwr_run_dot(tmp_path):
     env = {
         **os.environ,
         "FLWR_HOME": home,
-        "VENV": str(Path(os.sys.executable).parents[1]),
-        "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": "39391",
-        "FLWR_LOCAL_CONTROL_API_PORT": "39393",
+        "VENV": str(Path(sys.executable).parents[1]),
+        "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(flwr_run.free_port()),
+        "FLWR_LOCAL_CONTROL_API_PORT": str(flwr_run.free_port()),
     }
     cfg = f"dataset='{DATASET}' epochs=10 seed=2 result-path='{result}'"
     proc = subprocess.run(
@@ -58,3 +156,60 @@ def test_flwr_run_dot(tmp_path):
     local = run(RunConfig(dataset=DATASET, epochs=10, seed=2, backend="local"))
     assert record["fingerprint"] == local["fingerprint"]
     assert flower_processes(home) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
+    """Ctrl-C during ``run_with_flwr``: the detached SuperLink, SuperExec, the simulation and
+    Ray are stopped by pid, the private dir and the nodes' rows are gone."""
+    import signal
+    import time
+
+    from ldpgraph.simulation.processes import pids_under
+
+    rundir = tmp_path / "r"
+    script = (
+        "import sys\n"
+        "from ldpgraph.simulation.backends.flwr_run import run_with_flwr\n"
+        "from ldpgraph.simulation.config import RunConfig\n"
+        "cfg = RunConfig(dataset='synthetic:n=1500,classes=3,d=20', nodes_per_client=5,\n"
+        f"                backend='flower', ray_actors=2, run_dir={str(rundir)!r})\n"
+        "try:\n"
+        "    run_with_flwr(cfg)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    marker = rundir / "ray-temp-dir"
+    deadline = time.monotonic() + 180
+    root = ""
+    while time.monotonic() < deadline:
+        root = marker.read_text() if marker.is_file() else ""
+        # Wait for the simulation's Ray: then the SuperLink has started everything.
+        if root and any("raylet" in _cmd(p) for p in pids_under(root)):
+            break
+        time.sleep(0.3)
+    assert root and pids_under(root), "the SuperLink never started"
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+    assert pids_under(root) == [] and not os.path.exists(root)
+    assert not (rundir / "nodes").exists()
+
+
+def _cmd(pid: int) -> str:
+    import psutil
+
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return ""

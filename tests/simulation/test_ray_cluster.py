@@ -183,13 +183,17 @@ def _loop(ip: str) -> bool:
     return ipaddress.ip_address(ip).is_loopback
 
 
-def run_watched(cmd: list[str], head: Head, timeout: float) -> tuple[subprocess.Popen, str, Watch]:
+def run_watched(
+    cmd: list[str], head: Head, timeout: float, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str, Watch]:
     """Run ``cmd`` (from the repository root), sampling the sockets of the cluster's processes
     and of the command's process tree until it ends."""
     watch = Watch()
     log = head.temp / f"cmd-{time.monotonic_ns()}.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=head.env)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env or head.env
+        )
         deadline = time.monotonic() + timeout
         try:
             while proc.poll() is None:
@@ -219,6 +223,7 @@ class Head:
     temp: Path
     env: dict[str, str]
     started: Watch
+    dashboard: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +232,7 @@ def head():
     pids under that dir, also when the tests fail."""
     temp = Path(tempfile.mkdtemp(prefix="ldpg-rt-", dir="/tmp"))  # Ray's socket paths: short
     ports = free_ports(60)
-    gcs, client, nm, om, agent, agent_grpc, metrics, renv = ports[:8]
+    gcs, client, nm, om, agent, agent_grpc, metrics, renv, dash = ports[:9]
     workers = ports[10:]
     cmd = readme_command("ray start")
     env_prefix = {}
@@ -243,9 +248,14 @@ def head():
             if a.startswith("--port=")
             else f"--temp-dir={temp}"
             if a.startswith("--temp-dir=")
+            # `ray job submit` talks to the dashboard's job API: on, and on loopback.
+            else "--include-dashboard=true"
+            if a.startswith("--include-dashboard")
             else a
             for a in cmd[1:]
         ),
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dash}",
         # Pinned as well, to free ports: on a shared machine Ray's fixed defaults collide.
         f"--ray-client-server-port={client}",
         f"--node-manager-port={nm}",
@@ -283,7 +293,7 @@ def head():
         assert started.returncode == 0, started.stdout + started.stderr
         watch = Watch()
         watch.sample(set(pids_under(str(temp))))
-        yield Head(f"127.0.0.1:{gcs}", temp, env, watch)
+        yield Head(f"127.0.0.1:{gcs}", temp, env, watch, f"http://127.0.0.1:{dash}")
     finally:
         kill_under(str(temp))
         left = pids_under(str(temp))
@@ -378,6 +388,102 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
     assert watch.off_loopback() == [], watch.off_loopback()
 
 
+def wait_for_dashboard(head: Head, timeout: float = 120.0) -> None:
+    """``ray start`` returns before the dashboard serves its job API on a busy machine."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{head.dashboard}/api/version", timeout=3) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            logs = head.temp / "session_latest" / "logs"
+            text = "".join(
+                f"--- {name}\n" + (logs / name).read_text(errors="replace")[-1500:]
+                for name in ("dashboard.err", "dashboard.log")
+                if (logs / name).is_file()
+            )
+            raise AssertionError(f"the dashboard never answered at {head.dashboard}:\n{text}")
+        time.sleep(1)
+
+
+def test_ray_job_submit_runs_a_sweep(head: Head, tmp_path: Path) -> None:
+    """Ray's own way to run a program on a cluster: ``ray job submit -- ldpgraph sweep …``
+    (the job's driver gets RAY_ADDRESS from Ray); its results land in the store."""
+    wait_for_dashboard(head)
+    store = tmp_path / "job.db"
+    toml = str(ROOT / "deploy" / "ray-smoke.toml")
+    cmd = [
+        str(BIN / "ray"), "job", "submit", "--address", head.dashboard, "--",
+        str(BIN / "ldpgraph"), "sweep", toml, "--grid", "small", "--store", str(store),
+        "--workers", "0", "--quiet",
+    ]  # fmt: skip
+    proc, out, watch = run_watched(cmd, head, timeout=400)
+    assert proc.returncode == 0, out[-3000:]
+    assert "succeeded" in out, out[-3000:]
+    rows = _rows(store)
+    assert len(rows) == SWEEP_ROWS and {r["status"] for r in rows.values()} == {"done"}
+    assert watch.off_loopback() == [], watch.off_loopback()
+
+
+def test_run_honours_ray_address_like_the_flag(head: Head) -> None:
+    """``RAY_ADDRESS=… ldpgraph run`` joins that cluster, as ``--ray-address`` does (before,
+    Ray refused our ``num_cpus`` for an existing cluster)."""
+    cmd = _address(readme_command("ldpgraph run"), head)
+    at = cmd.index("--ray-address")
+    del cmd[at : at + 2]
+    env = {**head.env, "RAY_ADDRESS": head.address}
+    proc, out, watch = run_watched(cmd, head, timeout=120, env=env)
+    assert proc.returncode == 0, out[-3000:]
+    assert re.search(r"asked 60\s+replied 60\b", out), out[-3000:]
+    assert sum("gcs_server" in p for p in watch.processes) == 1, watch.processes
+
+
+def test_flwr_run_backend_uses_the_cluster(head: Head) -> None:
+    """``ldpgraph.run(backend="flower", ray_address=…)`` goes through ``flwr run``: the local
+    SuperLink's simulation joins the cluster (its ClientApp actors run there, no Ray of its
+    own), everything on loopback, and the cluster stays up."""
+    before = set(pids_under(str(head.temp)))
+    script = (
+        "import ldpgraph\n"
+        "r = ldpgraph.run(dataset='synthetic:n=60,classes=3,d=8,avg_degree=4', epochs=3,\n"
+        f"                 nodes_per_client=20, ray_address={head.address!r})\n"
+        "c = r.record['release']['collection']\n"
+        "print('replied', c['rounds'][0]['replied'], 'supernodes', c['supernodes'])\n"
+    )
+    proc, out, watch = run_watched([sys.executable, "-c", script], head, timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    assert "replied 60 supernodes 3" in out, out[-3000:]
+    assert any("ClientAppActor" in p for p in watch.processes), watch.processes
+    assert any("flower-superlink" in p for p in watch.processes), watch.processes
+    assert sum("gcs_server" in p for p in watch.processes) == 1, watch.processes
+    assert before <= set(pids_under(str(head.temp)))
+    assert watch.off_loopback() == [], watch.off_loopback()
+
+
+def test_ray_init_args_take_the_cluster_from_ray_address(monkeypatch) -> None:
+    from ldpgraph.simulation.backends.flower import ray_init_args
+    from ldpgraph.simulation.config import RunConfig
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert "num_cpus" in ray_init_args(RunConfig(ray_actors=2))
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    args = ray_init_args(RunConfig(ray_actors=2))
+    assert args["address"] == "127.0.0.1:6379" and "num_cpus" not in args
+    assert ray_init_args(RunConfig(ray_address="10.0.0.1:1"))["address"] == "10.0.0.1:1"
+
+
+def test_no_private_ray_api_in_our_code() -> None:
+    for path in (ROOT / "simulation").rglob("*.py"):
+        text = path.read_text()
+        for private in ("ray._private", "_node_ip_address", "_temp_dir"):
+            assert private not in text, f"{path.relative_to(ROOT)} uses {private}"
+
+
 # --- errors (no cluster needed) ----------------------------------------------------------------
 
 
@@ -433,5 +539,8 @@ def test_cluster_config_is_valid_for_ray_up() -> None:
     head_cmd = " ".join(config["head_start_ray_commands"])
     worker_cmd = " ".join(config["worker_start_ray_commands"])
     assert "ray start --head --port=6379" in head_cmd and "--disable-usage-stats" in head_cmd
+    # `ray job submit` needs the dashboard (its job API), on the head's loopback.
+    assert "--include-dashboard=false" not in head_cmd
+    assert "--dashboard-host=127.0.0.1" in head_cmd
     assert "ray start --address=$RAY_HEAD_IP:6379" in worker_cmd
     assert "LDPGRAPH_DATA=" in head_cmd and "LDPGRAPH_DATA=" in worker_cmd
