@@ -92,20 +92,24 @@ def run(
     return result
 
 
-def run_record(config: RunConfig, stage: Any = None, show_progress: bool = False) -> dict[str, Any]:
+def run_record(
+    config: RunConfig, stage: Any = None, show_progress: bool = False, protocol: Any = None
+) -> dict[str, Any]:
     """The record of one run of a checked ``config`` by its backend, as ``ldpgraph run`` makes
     it: ``flower`` through ``flwr run`` (Flower's supported runtime, on a private local
     SuperLink, joining the Ray cluster of ``ray_address`` or ``RAY_ADDRESS`` if one is given:
     :func:`~ldpgraph.simulation.backends.flwr_run.run_with_flwr`); ``local`` in this process.
     Flower's deprecated in-process engine stays reachable as
-    :func:`ldpgraph.simulation.pipeline.run` (the named fallback)."""
+    :func:`ldpgraph.simulation.pipeline.run` (the named fallback). ``protocol``: the run's
+    protocol already built from ``config`` (the local path uses it instead of building
+    another; the ``flwr run`` ServerApp builds its own in its process)."""
     if config.backend == "flower":
         from .backends.flwr_run import run_with_flwr
 
         return run_with_flwr(config, stage)
     from .pipeline import run as run_pipeline
 
-    return run_pipeline(config, stage, show_progress)
+    return run_pipeline(config, stage, show_progress, protocol=protocol)
 
 
 def load_dataset(name: str, data_root: str | None = None, **params: Any) -> Any:

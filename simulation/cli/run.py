@@ -190,15 +190,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if args.superlink:
             raise UserError("--superlink is for --backend deploy")
-        from ..pipeline import build_protocol, run
+        from ..api import run_record
+        from ..pipeline import build_protocol
 
         # The configuration is validated (config_from_args): the run's one protocol is built
-        # here and passed on, not validated and rebuilt by the pipeline.
-        result = run(
+        # here and passed on, not validated and rebuilt by the pipeline. `flower` goes through
+        # `flwr run` (Flower's supported runtime), whose ServerApp builds its own.
+        result = run_record(
             config,
             stage=stage_printer(args.quiet),
             show_progress=not args.quiet,
-            protocol=build_protocol(config),
+            protocol=None if config.backend == "flower" else build_protocol(config),
         )
     if args.store:
         from ..results.store import record_run

@@ -43,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="HOST:PORT",
         help="run the work as tasks on the existing Ray cluster at this address (its head's "
         "GCS, e.g. 127.0.0.1:6379) instead of local worker processes; results are still "
-        "written by this process into the local store",
+        "written by this process into the local store (default: $RAY_ADDRESS, as `ray job "
+        "submit` sets it)",
     )
     only = p.add_mutually_exclusive_group()
     only.add_argument("--only-search", action="store_true", help="run the search phase only")
@@ -113,7 +114,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         progress=not args.quiet,
         say=stage_printer(args.quiet),
-        ray_address=args.ray_address,
+        # Like Ray's own tools: RAY_ADDRESS (set by `ray job submit`) when no flag is given.
+        ray_address=args.ray_address or os.environ.get("RAY_ADDRESS", "").strip(),
     )
     if args.dry_run:
         print(format_dry_run(exp, args.grid, result, workers))

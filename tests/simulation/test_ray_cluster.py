@@ -57,7 +57,9 @@ def readme_commands() -> list[str]:
 
 
 def readme_command(prefix: str) -> list[str]:
-    found = [c for c in readme_commands() if c.startswith(prefix) or f" {prefix}" in c]
+    commands = readme_commands()
+    found = [c for c in commands if c.startswith(prefix)]
+    found = found or [c for c in commands if f" {prefix}" in c]
     assert len(found) == 1, (prefix, readme_commands())
     return shlex.split(found[0])
 
@@ -253,6 +255,7 @@ def head():
             if a.startswith("--include-dashboard")
             else a
             for a in cmd[1:]
+            if not a.startswith("--dashboard-host")
         ),
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={dash}",
