@@ -19,7 +19,7 @@ from typing import Any
 from ldpgraph.protocols.registry import server_side_keys
 
 from ..config import RunConfig, key_default, key_names
-from .experiment import FINAL_SEED_OFFSET, Cell, Experiment, Grid
+from .experiment_types import FINAL_SEED_OFFSET, Cell, Experiment, Grid
 
 #: Keys that only change the training, not the release.
 TRAIN_KEYS = (

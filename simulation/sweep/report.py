@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .estimate import TRAIN_SECONDS
-from .experiment import Cell, Experiment, Grid
+from .experiment_types import Cell, Experiment, Grid
 from .plan import final_runs
 
 

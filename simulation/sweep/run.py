@@ -40,7 +40,7 @@ from typing import Any
 from ..config import ConfigError, key_default
 from .estimate import COLLECT_SECONDS, RECONSTRUCT_SECONDS, TRAIN_SECONDS, estimate_seconds
 from .execute import run_unit
-from .experiment import Cell, Experiment, Grid
+from .experiment_types import Cell, Experiment, Grid
 from .plan import (
     CELL_FILTERS,
     PHASES,
