@@ -1,7 +1,7 @@
 """Experiment files: what ``ldpgraph sweep FILE`` runs.
 
-An experiment file is TOML. Every configuration key is a :class:`RunConfig` field (the one
-configuration schema), written with hyphens or underscores::
+An experiment file is TOML. Every configuration key is a key of the run configuration
+(:mod:`ldpgraph.simulation.config`, the one schema), written with hyphens or underscores::
 
     name = "hogs-table3"                  # the sweep name recorded with every run
     description = "..."
@@ -15,7 +15,7 @@ configuration schema), written with hyphens or underscores::
     backend = "local"                     # collection backend (default local)
     store = "results/hogs-table3.db"      # default results/<name>.db
 
-    [fixed]                               # RunConfig keys fixed for every run
+    [fixed]                               # configuration keys fixed for every run
     epochs = 300
     [fixed.train]                         # or grouped by the schema's sections (data,
     lr = 0.01                             # protocol, train, nodes, metrics, run), anywhere
@@ -34,7 +34,7 @@ configuration schema), written with hyphens or underscores::
                                           # in datasets)
 
     [grid.paper]                          # a search space, chosen with --grid paper
-    dropout = [0.1, 0.01, 0.001, 0.0]     # grid keys: RunConfig keys, each a non-empty list
+    dropout = [0.1, 0.01, 0.001, 0.0]     # grid keys: configuration keys, each a non-empty list
     lr = [0.1, 0.01, 0.001]
     runs_per_config = 5                   # optional per-grid overrides of the run counts
     final_runs = 10
