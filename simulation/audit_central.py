@@ -42,22 +42,27 @@ import math
 import secrets
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .audit import TOLERANCE
 from .audit_central_stats import best_bound, ceiling
-from .audit_central_types import CentralCase, World
+from .audit_central_types import (
+    FAIL,
+    INCONCLUSIVE,
+    NO_CLAIM,
+    NOT_APPLICABLE,
+    PASS,
+    CentralCase,
+    CentralRow,
+    World,
+)
 
 DEFAULT_ALPHA = 0.05
 #: ``<name>-planted`` names a row's planted variant as a row of its own (it must FAIL).
 PLANTED_SUFFIX = "-planted"
-
-PASS, FAIL, INCONCLUSIVE, NO_CLAIM, NOT_APPLICABLE = (
-    "PASS", "FAIL", "INCONCLUSIVE", "NO CLAIM", "N/A",
-)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- cases
@@ -76,38 +81,6 @@ def planted_row(case: CentralCase) -> CentralCase:
         planted_protocol=case.planted_protocol,
         claims_as=(case.protocol, case.params),
     )
-
-
-@dataclass
-class CentralRow:
-    """One audited strategy."""
-
-    mechanism: str
-    protocol: str
-    unit: str
-    neighbours: str
-    statistic: str
-    draws: int
-    claimed_epsilon: float
-    claimed_delta: float
-    alpha_row: float
-    verdict: str
-    reason: str
-    epsilon_lower_bound: float = 0.0
-    event: str = ""
-    ceiling: float = math.inf
-    planted: str = ""
-    planted_lower_bound: float = 0.0
-    planted_verdict: str = ""
-    counts: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for key, value in d.items():
-            if isinstance(value, float) and math.isinf(value):
-                d[key] = "inf" if value > 0 else "-inf"
-        return d
 
 
 def fresh_seed() -> int:
@@ -184,15 +157,44 @@ def audit_case(
         row.reason = case.skip
         return row
     worlds = case.worlds()
+    first = _headline(case, protocol, pre, worlds)
+    row.unit, row.claimed_epsilon, row.claimed_delta = first.unit, first.epsilon, first.delta
+    row.seconds = time.perf_counter() - start
+    unsampled = _unsampled(case, row, first, draws, alpha)
+    if unsampled is not None:
+        return unsampled
+    s0, s1, reports = _sample(protocol, worlds, case.statistic, draws, tick)
+    if case.claims_as is not None:  # the planted releases' own reports are not the claim
+        reports = []
+    row.claimed_epsilon = max(float(r.epsilon) for r in reports + [first])
+    row.claimed_delta = max(float(r.delta) for r in reports + [first])
+    if math.isinf(row.claimed_epsilon):  # some release of the pair claims nothing
+        return _no_claim(row, max(reports, key=lambda r: r.epsilon))
+    _bounds(case, row, worlds, s0, s1, alpha, tick)
+    row.seconds = time.perf_counter() - start
+    return row
+
+
+def _headline(case: CentralCase, protocol: Any, pre: Any, worlds: Any) -> Any:
+    """The privacy report the case is audited against: the headline as run on the second
+    world (it may depend on the data), of the planted releases' honest twin with
+    ``claims_as``; the protocol's own report when it claims nothing."""
+    from ldpgraph.protocols.registry import make_protocol
+
     claimant = protocol
     if case.claims_as is not None:
         claimant = memoise_report(make_protocol(case.claims_as[0], **case.claims_as[1]))
         pre = claimant.privacy_report()
-    first = pre
-    if not math.isinf(pre.epsilon):  # the headline as run (it may depend on the data)
-        first = claimant.release(worlds[1].graph, worlds[1].curator, fresh_seed()).privacy
-    row.unit, row.claimed_epsilon, row.claimed_delta = first.unit, first.epsilon, first.delta
-    row.seconds = time.perf_counter() - start
+    if math.isinf(pre.epsilon):
+        return pre
+    return claimant.release(worlds[1].graph, worlds[1].curator, fresh_seed()).privacy
+
+
+def _unsampled(
+    case: CentralCase, row: CentralRow, first: Any, draws: int, alpha: float
+) -> CentralRow | None:
+    """The row when it is decided without drawing (no claim, claim only, too little power
+    at ``draws``); None when the case is to be sampled."""
     if math.isinf(first.epsilon):
         return _no_claim(row, first)
     if case.claim_only:
@@ -207,14 +209,23 @@ def audit_case(
             f"{row.ceiling:.3f} ≤ claimed ε {first.epsilon:.4g} (not run)"
         )
         return row
-    s0, s1, reports = _sample(protocol, worlds, case.statistic, draws, tick)
-    if case.claims_as is not None:  # the planted releases' own reports are not the claim
-        reports = []
-    row.claimed_epsilon = max(float(r.epsilon) for r in reports + [first])
-    row.claimed_delta = max(float(r.delta) for r in reports + [first])
-    eps, delta = row.claimed_epsilon, row.claimed_delta
-    if math.isinf(eps):  # some release of the pair claims nothing
-        return _no_claim(row, max(reports, key=lambda r: r.epsilon))
+    return None
+
+
+def _bounds(
+    case: CentralCase,
+    row: CentralRow,
+    worlds: Any,
+    s0: np.ndarray,
+    s1: np.ndarray,
+    alpha: float,
+    tick: Callable[[int], None],
+) -> None:
+    """The honest release's bound from its statistics, then the planted variant's on as many
+    fresh draws, and the verdict."""
+    from ldpgraph.protocols.registry import make_protocol
+
+    draws, eps, delta = row.draws, row.claimed_epsilon, row.claimed_delta
     binary = np.unique(np.concatenate([s0, s1])).size <= 2
     row.ceiling = (
         ceiling(draws, alpha / 4, delta) if binary else ceiling(draws - draws // 2, alpha, delta)
@@ -246,8 +257,6 @@ def audit_case(
             else f"the planted variant reaches only ε_lb {caught.epsilon_lower_bound:.3f}"
         )
         row.reason = f"too little power: {why} ≤ claimed ε {eps:.4g}"
-    row.seconds = time.perf_counter() - start
-    return row
 
 
 def run_central_audit(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audit import cp_lower, cp_upper
+from .audit_stats import cp_lower, cp_upper
 
 
 def delta_epsilon_lower_bound(k1: int, n1: int, k0: int, n0: int, a: float, delta: float) -> float:

@@ -1,14 +1,29 @@
 """The shapes of the central audit's rows (:mod:`.audit_central`): one neighbouring dataset
-(:class:`World`) and one row (:class:`CentralCase`). Apart from the runner so that the rows
-(:mod:`.audit_central_cases`) and the runner do not import each other."""
+(:class:`World`), one row (:class:`CentralCase`) and its result (:class:`CentralRow`, with one
+of the verdicts). Apart from the runner so that the rows (:mod:`.audit_central_cases`) and the
+runner do not import each other."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["CentralCase", "World"]
+__all__ = [
+    "FAIL",
+    "INCONCLUSIVE",
+    "NOT_APPLICABLE",
+    "NO_CLAIM",
+    "PASS",
+    "CentralCase",
+    "CentralRow",
+    "World",
+]
+
+PASS, FAIL, INCONCLUSIVE, NO_CLAIM, NOT_APPLICABLE = (
+    "PASS", "FAIL", "INCONCLUSIVE", "NO CLAIM", "N/A",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -46,3 +61,35 @@ class CentralCase:
     #: (protocol, params) whose headline the row claims instead of its own: a planted row
     #: (:func:`planted_row`) runs the under-stating variant and claims the honest headline.
     claims_as: tuple[str, dict[str, Any]] | None = None
+
+
+@dataclass
+class CentralRow:
+    """One audited strategy."""
+
+    mechanism: str
+    protocol: str
+    unit: str
+    neighbours: str
+    statistic: str
+    draws: int
+    claimed_epsilon: float
+    claimed_delta: float
+    alpha_row: float
+    verdict: str
+    reason: str
+    epsilon_lower_bound: float = 0.0
+    event: str = ""
+    ceiling: float = math.inf
+    planted: str = ""
+    planted_lower_bound: float = 0.0
+    planted_verdict: str = ""
+    counts: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key, value in d.items():
+            if isinstance(value, float) and math.isinf(value):
+                d[key] = "inf" if value > 0 else "-inf"
+        return d

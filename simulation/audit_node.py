@@ -58,7 +58,7 @@ def audit_rates(trial: RateTrial, n: int, rng, alpha: float, tick) -> dict[str, 
     is the event ratio of the other rows with the per-bit independence the mechanism claims
     (the event rows check the joint law of a row; this one has the power: at ε = 8, 10^8 zero
     bits give ~33 000 flips, r₀ to ±1.8 %, so a 2 % over-spend (ε 8.16) bounds above 8)."""
-    from .audit import _point_estimate, epsilon_lower_bound
+    from .audit_stats import epsilon_lower_bound, point_estimate
 
     ones, trials = [0, 0], [0, 0]
     for which in (0, 1):
@@ -79,7 +79,7 @@ def audit_rates(trial: RateTrial, n: int, rng, alpha: float, tick) -> dict[str, 
         first, second = trial.inputs[0], trial.inputs[1]
     return {
         "epsilon_lower_bound": max(0.0, lb),
-        "epsilon_estimate": _point_estimate(k0, trials[0], k1, trials[1]),
+        "epsilon_estimate": point_estimate(k0, trials[0], k1, trials[1]),
         "event": f"{event} (rate over {trials[0]:,} bits each): {first} over {second}",
         "passed": bool(lb <= trial.claimed_epsilon + 1e-9),
         "counts": {"trials": trials[0], "hits_num": k0, "hits_den": k1},
@@ -117,7 +117,7 @@ def _rr_rate(eps: float) -> RateTrial:
 def _arr_rate(eps: float) -> RateTrial:
     from ldpgraph.protocols.mechanisms import AsymmetricRR
 
-    from .audit import ARR_AUDIT_MU
+    from .audit_client import ARR_AUDIT_MU
 
     return RateTrial(
         _row_bits(AsymmetricRR(eps, ARR_AUDIT_MU)),
@@ -182,7 +182,8 @@ def _rr_batch_rate(eps: float) -> RateTrial:
 def _degree_node(eps: float):
     from ldpgraph.protocols.laplace import DiscreteLaplace, discrete_laplace_part
 
-    from .audit import DEGREES, Trial, degree_events
+    from .audit_client import DEGREES, degree_events
+    from .audit_registry import Trial
 
     mech = DiscreteLaplace(eps)
 
@@ -204,7 +205,8 @@ def _degree_batch(eps: float):
     from ldpgraph.protocols.laplace import discrete_laplace_part
     from ldpgraph.protocols.ldp.node_reports import rr_onebit_batch
 
-    from .audit import DEGREES, Trial, degree_events
+    from .audit_client import DEGREES, degree_events
+    from .audit_registry import Trial
 
     def batch_of(size: int, degree: int) -> NodeBatch:
         hub = np.arange(size, size + degree, dtype=np.int64)
@@ -242,7 +244,9 @@ def _ldpgen_vector(eps: float):
     from ldpgraph.protocols.registry import make_protocol
     from ldpgraph.protocols.types import NodeView
 
-    from .audit import DEGREES, Trial, numeric_events
+    from .audit_client import DEGREES
+    from .audit_events import numeric_events
+    from .audit_registry import Trial
 
     # ε2 = (1 − phase share)·ε: the audited ε is the round-1 vector's.
     proto = make_protocol("ldpgen", epsilon=2.0 * eps, phase_share=0.5)
@@ -272,7 +276,7 @@ def _ldpgen_vector(eps: float):
 
 def register_all() -> None:
     """Add the node rows to the audit's registry (:mod:`.audit_rows` calls it once)."""
-    from .audit import Auditable, register
+    from .audit_registry import Auditable, register
 
     rows = [
         ("degree-node", "the scalar sampler a node calls (DiscreteLaplace.perturb)", _degree_node,

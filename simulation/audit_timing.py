@@ -120,7 +120,7 @@ def _events(stats: np.ndarray, times: np.ndarray) -> tuple[list[str], list[Calla
 def audit_timed(trial: TimedTrial, pairs: int, rng, alpha: float, tick) -> dict[str, Any]:
     """Measure ``pairs`` interleaved pairs; choose the event on the first half, bound ε on
     the second. Returns the row's fields (see :class:`~ldpgraph.simulation.audit.AuditRow`)."""
-    from .audit import _point_estimate, epsilon_lower_bound
+    from .audit_stats import epsilon_lower_bound, point_estimate
 
     if pairs < 200:
         raise ValueError(f"a timing row needs >= 200 draws per input, got {pairs}")
@@ -142,7 +142,7 @@ def audit_timed(trial: TimedTrial, pairs: int, rng, alpha: float, tick) -> dict[
     lb = max(0.0, epsilon_lower_bound(k0, n_est, k1, n_est, alpha))
     return {
         "epsilon_lower_bound": lb,
-        "epsilon_estimate": _point_estimate(k0, n_est, k1, n_est),
+        "epsilon_estimate": point_estimate(k0, n_est, k1, n_est),
         "event": f"{labels[i]}: {trial.inputs[d]} over {trial.inputs[1 - d]}",
         "passed": bool(lb <= trial.claimed_epsilon + TIMING_TOLERANCE),
         "counts": {
@@ -220,7 +220,7 @@ def rr_trial(eps: float, deployed: bool = True) -> TimedTrial:
 
 def register_all() -> None:
     """Add the timing rows to the audit's registry (:mod:`.audit_rows` calls it once)."""
-    from .audit import Auditable, register
+    from .audit_registry import Auditable, register
 
     register(
         Auditable(

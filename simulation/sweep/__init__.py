@@ -1,8 +1,10 @@
 """``ldpgraph sweep``: experiment files, their grids of runs, and where the runs execute.
 
 - :mod:`.experiment` reads and checks an experiment file (grid, selection, final seeds);
-- :mod:`.run` expands it into units, runs them in a process pool, records each in the results
-  store and selects the best point per cell;
+- :mod:`.run` drives the phases: :mod:`.plan` expands the file into units of runs sharing one
+  collection and picks the best point per cell, :mod:`.execute` runs the units in a process
+  pool and records each run in the results store, :mod:`.estimate` times a dry run and
+  :mod:`.report` formats the result;
 - :mod:`.on_ray` runs the same units as tasks on an existing Ray cluster.
 """
 

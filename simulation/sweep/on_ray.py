@@ -1,6 +1,6 @@
 """``ldpgraph sweep --ray-address``: the sweep's units as tasks on an existing Ray cluster.
 
-The same units as the process pool (:func:`ldpgraph.simulation.sweep.run.run_unit`), with one
+The same units as the process pool (:func:`.execute.run_unit`), with one
 difference that shapes this module: the results store is a SQLite file on the driver's machine,
 which the cluster's machines cannot write. So the driver
 
