@@ -83,6 +83,13 @@ class ProtocolInfo:
 
 
 _INFOS: dict[str, ProtocolInfo] = {}
+#: Bumped at every (un)registration: what is derived from the registry is recomputed then.
+_GENERATION = [0]
+
+
+def generation() -> int:
+    """A number that changes whenever a protocol registers or is removed (a cache key)."""
+    return _GENERATION[0]
 
 
 def register(
@@ -110,6 +117,7 @@ def register(
             raise ValueError(f"protocol {name!r} is already registered by {_path(old.target)}")
         info = ProtocolInfo(name, cls, params, summary, label or name, public_features, runtime)
         _INFOS[name] = info
+        _GENERATION[0] += 1
 
     if target is None:
 
@@ -130,6 +138,7 @@ def unregister(name: str) -> None:
     if info is None or not info.runtime:
         raise KeyError(f"{name!r} is not a protocol registered at runtime")
     del _INFOS[name]
+    _GENERATION[0] += 1
 
 
 def _path(target: type | str) -> str:

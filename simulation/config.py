@@ -19,106 +19,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ldpgraph.client.budget import NodeSettings
-from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE, MAX_EPSILON, STEPS
-from ldpgraph.protocols.central.baselines import EDGE_RATIO
-from ldpgraph.protocols.central.dpar import (
-    ACCOUNTANT_PARAM,
-    APPR_NODES,
-    BATCH_SIZE,
-    CLIP_EM,
-    CLIP_GM,
-    COLUMN_MODE,
-    COLUMN_ROWS_CAP,
-    COLUMN_TAU,
-    DELTA_PR_SHARE,
-    EM1_VALUE_SHARE,
-    FEATURES_INFERENCE,
-    INFERENCE_STEPS,
-    ISTA_GAMMA,
-    ISTA_RHO,
-    MLP_DROPOUT,
-    MLP_HIDDEN,
-    NODE_SAMPLING,
-    NON_APPR_ROWS,
-    PPR_ALPHA,
-    PR_SHARE,
-    Q_PRIME,
-    SGD_CLIP,
-    SGD_EPOCHS,
-    SGD_LR,
-    SGD_SENSITIVITY,
-    TOP_K,
-)
-from ldpgraph.protocols.central.dpggan import (
-    DPG_CALIBRATION,
-    DPG_CLIP,
-    DPG_CLIP_DECAY,
-    DPG_EDGE_COUNT_SHARE,
-    DPG_EDGE_SELECTION,
-    DPG_GENERATION,
-    DPG_LAMBDA1,
-    DPG_LAMBDA2,
-    DPG_LR,
-    DPG_POS_WEIGHT,
-    DPG_Q,
-    DPG_SENSITIVITY_MULTIPLIER,
-    DPG_SIGMA,
-    DPG_STEPS,
-)
-from ldpgraph.protocols.central.ppgsl import (
-    PPGSL_ALPHA,
-    PPGSL_ATTACK_EPOCHS,
-    PPGSL_ATTACK_LR,
-    PPGSL_EPOCHS,
-    PPGSL_FGP,
-    PPGSL_K,
-    PPGSL_LR,
-    PPGSL_MU,
-    PPGSL_PRIV_REDUCTION,
-    SENSITIVE_SHARE,
-)
-from ldpgraph.protocols.central.privdpr import (
-    DAMPING,
-    DPR_DIAGNOSTICS,
-    DPR_DIM,
-    DPR_EPOCHS,
-    DPR_FEATURES,
-    DPR_HIDDEN,
-    DPR_LR,
-    DPR_NODE_BATCH,
-    DPR_WALK_LENGTH,
-    DPR_WALKS,
-    EDGE_BUDGET_DIVISOR,
-    FIRST_STAGE,
-    NOISE_CALIBRATION,
-    PRESET_SENSITIVITY,
-    STRICT_SENSITIVITY,
-    SYMMETRIZE,
-    WN_SCALE,
-)
-from ldpgraph.protocols.ldp.blink import DEGREE_SHARE, MIN_WEIGHT, SHARE1, SHARE2
-from ldpgraph.protocols.ldp.consistency import CONSISTENCY_ALPHA
-from ldpgraph.protocols.ldp.hogs import TAU
-from ldpgraph.protocols.ldp.hogs_arr import MU, REPORT_CAP
-from ldpgraph.protocols.ldp.hogs_kprop import KPROP_K
-from ldpgraph.protocols.ldp.ldpgen import GENERATOR, K0, K1, PHASE_SHARE
-from ldpgraph.protocols.ldp.rr import COMBINE_PARAM
-from ldpgraph.protocols.ldp.solitude import LX, LY
-from ldpgraph.protocols.params import did_you_mean
-from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
+from ldpgraph.protocols.params import Param, ProtocolParameterError, did_you_mean
 from ldpgraph.server.choices import MODELS, SELECTIONS
-from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
-from ldpgraph.server.evaluation.collection import DEFAULT_MOTIF_LIMIT as COLLECTION_MOTIF_LIMIT
-from ldpgraph.server.evaluation.gin import DEFAULT_EPOCHS as GIN_EPOCHS
-from ldpgraph.server.evaluation.gin import DEFAULT_HIDDEN as GIN_HIDDEN
-from ldpgraph.server.evaluation.gin import DEFAULT_LAYERS as GIN_LAYERS
-from ldpgraph.server.evaluation.graph import DEFAULT_EXACT_LIMIT as GRAPH_EXACT_LIMIT
-from ldpgraph.server.evaluation.graph import DEFAULT_SAMPLE_SOURCES as GRAPH_SAMPLE_SOURCES
 
 from .splits import SPLIT_MODES
 
@@ -163,127 +71,84 @@ def key(
     choices: tuple[str, ...] | None = None,
     result: bool = True,
 ) -> Any:
-    """A configuration key: its default, section, help, allowed values and whether it
-    decides the run's result (a key that only says where or how a run executes is left out
-    of the run's identity, :mod:`ldpgraph.simulation.results.identity`)."""
+    """A run key of the configuration itself (not a protocol parameter or metric setting):
+    its default, section, help, allowed values and whether it decides the run's result (a key
+    that only says where or how a run executes is left out of the run's identity,
+    :mod:`ldpgraph.simulation.results.identity`). Its declaration is a :class:`Param` like
+    every other knob's (:func:`key_param`)."""
     if section not in SECTIONS:
         raise ValueError(f"unknown section {section!r}")
-    meta = {"section": section, "help": help, "choices": choices, "result": result}
+    decl = Param("", type(default), default, help, choices=choices)
+    meta = {"section": section, "help": help, "choices": choices, "result": result, "decl": decl}
     return field(default=default, metadata=meta)
 
 
-def _param(default: Any) -> Any:
-    """A protocol parameter: its help, range and users come from the protocol registry."""
-    return key(default, "protocol")
+#: Protocol parameters that are no run key (library use only: hogs-kprop's operator and
+#: isolated-node rule, Blink's variant, which its registered names fix). Transitional: a
+#: protocol marks such a parameter ``run_key=False`` in its own declaration.
+LIBRARY_ONLY = frozenset({"kprop_norm", "kprop_isolated", "variant"})
 
 
-@dataclass
+@dataclass(frozen=True)
+class Derived:
+    """A key derived from a declaration elsewhere: a protocol parameter (section
+    ``protocol``) or a metric setting (``metrics``). ``per_protocol``: the protocols that
+    declare it disagree on its default, so the key's default is its type's empty value
+    (``0.0``, ``""``), which stands for the chosen protocol's own default (resolved in
+    :meth:`RunConfig.validate` and in the run identity)."""
+
+    param: Param
+    section: str
+    per_protocol: bool = False
+
+
+_CACHE: list[Any] = [None, {}]
+
+
+def derived_keys() -> dict[str, Derived]:
+    """The protocol parameters of every registered protocol (first declaration order over the
+    registry) and the settings of every metric: the keys the configuration holds besides its
+    own, flattened. Imports every protocol and metric module on first use (never at import of
+    this module); recomputed when a protocol or metric registers at runtime."""
+    from ldpgraph.protocols import registry
+    from ldpgraph.server.evaluation import base as metrics
+
+    stamp = (registry.generation(), metrics.generation())
+    if _CACHE[0] == stamp:
+        return _CACHE[1]
+    seen: dict[str, list[Param]] = {}
+    for info in registry.all_protocols():
+        for param in info.params:
+            if param.run_key and param.name not in LIBRARY_ONLY:
+                seen.setdefault(param.name, []).append(param)
+    out: dict[str, Derived] = {}
+    for name, params in seen.items():
+        common = Counter(params).most_common(1)[0][0]
+        if len({p.default for p in params}) > 1:
+            out[name] = Derived(common.but(default=common.type()), "protocol", True)
+        else:
+            out[name] = Derived(common, "protocol")
+    for name, param in metrics.metric_settings().items():
+        if name in out or name in _OWN:
+            raise ValueError(f"metric setting {name!r} is also a protocol parameter or run key")
+        out[name] = Derived(param, "metrics")
+    clash = set(out) & set(_OWN)
+    if clash:
+        raise ValueError(f"protocol parameters {sorted(clash)} are also run keys")
+    _CACHE[:] = [(registry.generation(), metrics.generation()), out]
+    return out
+
+
+@dataclass(init=False, eq=False, repr=False)
 class RunConfig:
     """One run's configuration: the schema of ``ldpgraph run``'s flags, of
-    ``[tool.flwr.app.config]`` and of experiment files. Each field is a :func:`key` with
-    its section and help."""
+    ``[tool.flwr.app.config]`` and of experiment files. Its own keys are fields declared with
+    :func:`key`; the protocols' parameters and the metrics' settings are declared where they
+    are used and held in :attr:`derived` (the values given; the rest read as their declared
+    defaults), flattened to plain keys: ``config.tau``, ``RunConfig(tau=0.5)`` and
+    :meth:`to_dict` treat them as the fields they used to be."""
 
-    protocol: str = _param("hogs")
-    # The protocols' parameters: one field per name, the default where the protocol declares
-    # it. feature-share and center-features used to default to 0.5 and off, which collapsed
-    # to the majority class at ε <= 6 (results stores keep each run's full configuration, so
-    # stored runs keep their identity: simulation/results/identity.py).
-    epsilon: float = _param(EPSILON.default)
-    feature_share: float = _param(FEATURE_SHARE.default)
-    tau: float = _param(TAU.default)
-    steps: int = _param(STEPS.default)
-    mu: float = _param(MU.default)
-    report_cap: float = _param(REPORT_CAP.default)
-    degree_share: float = _param(DEGREE_SHARE.default)
-    share1: float = _param(SHARE1.default)
-    share2: float = _param(SHARE2.default)
-    min_weight: float = _param(MIN_WEIGHT.default)
-    combine: str = _param(COMBINE_PARAM.default)
-    consistency_alpha: float = _param(CONSISTENCY_ALPHA.default)
-    kprop_k: int = _param(KPROP_K.default)
-    lx: int = _param(LX.default)
-    ly: int = _param(LY.default)
-    k0: int = _param(K0.default)
-    k1: int = _param(K1.default)
-    phase_share: float = _param(PHASE_SHARE.default)
-    generator: str = _param(GENERATOR.default)
-    # DPAR (central DP, protocols/central/dpar.py)
-    # 0: the chosen protocol's own default δ (DPAR 2e-3, PrivDPR 1e-5), resolved in validate.
-    delta: float = _param(0.0)
-    # "": the chosen central strategy's own default (resolved in validate, as δ's 0 is).
-    epsilon_convention: str = _param("")
-    pr_share: float = _param(PR_SHARE.default)
-    delta_pr_share: float = _param(DELTA_PR_SHARE.default)
-    em1_value_share: float = _param(EM1_VALUE_SHARE.default)
-    q_prime: float = _param(Q_PRIME.default)
-    node_sampling: str = _param(NODE_SAMPLING.default)
-    appr_nodes: int = _param(APPR_NODES.default)
-    top_k: int = _param(TOP_K.default)
-    ppr_alpha: float = _param(PPR_ALPHA.default)
-    ista_rho: float = _param(ISTA_RHO.default)
-    ista_gamma: float = _param(ISTA_GAMMA.default)
-    clip_gm: float = _param(CLIP_GM.default)
-    clip_em: float = _param(CLIP_EM.default)
-    column_tau: float = _param(COLUMN_TAU.default)
-    column_mode: str = _param(COLUMN_MODE.default)
-    non_appr_rows: str = _param(NON_APPR_ROWS.default)
-    sgd_clip: float = _param(SGD_CLIP.default)
-    sgd_lr: float = _param(SGD_LR.default)
-    sgd_epochs: int = _param(SGD_EPOCHS.default)
-    batch_size: int = _param(BATCH_SIZE.default)
-    mlp_hidden: int = _param(MLP_HIDDEN.default)
-    mlp_dropout: float = _param(MLP_DROPOUT.default)
-    inference_steps: int = _param(INFERENCE_STEPS.default)
-    accountant: str = _param(ACCOUNTANT_PARAM.default)
-    sgd_sensitivity: str = _param(SGD_SENSITIVITY.default)
-    column_rows_cap: int = _param(COLUMN_ROWS_CAP.default)
-    features_inference: str = _param(FEATURES_INFERENCE.default)
-    # PrivDPR (central DP, protocols/central/privdpr.py; also delta and accountant above)
-    noise_calibration: str = _param(NOISE_CALIBRATION.default)
-    strict_sensitivity: bool = _param(STRICT_SENSITIVITY.default)
-    dpr_epochs: int = _param(DPR_EPOCHS.default)
-    dpr_node_batch: int = _param(DPR_NODE_BATCH.default)
-    dpr_walks: int = _param(DPR_WALKS.default)
-    dpr_walk_length: int = _param(DPR_WALK_LENGTH.default)
-    dpr_dim: int = _param(DPR_DIM.default)
-    dpr_hidden: int = _param(DPR_HIDDEN.default)
-    wn_scale: float = _param(WN_SCALE.default)
-    preset_sensitivity: float = _param(PRESET_SENSITIVITY.default)
-    damping: float = _param(DAMPING.default)
-    dpr_lr: float = _param(DPR_LR.default)
-    symmetrize: str = _param(SYMMETRIZE.default)
-    first_stage: str = _param(FIRST_STAGE.default)
-    edge_budget_divisor: float = _param(EDGE_BUDGET_DIVISOR.default)
-    dpr_features: str = _param(DPR_FEATURES.default)
-    dpr_diagnostics: bool = _param(DPR_DIAGNOSTICS.default)
-    # DPGGAN / DPGVAE (central DP, protocols/central/dpggan.py; also delta and accountant)
-    dpg_calibration: str = _param(DPG_CALIBRATION.default)
-    dpg_sigma: float = _param(DPG_SIGMA.default)
-    dpg_steps: int = _param(DPG_STEPS.default)
-    dpg_q: float = _param(DPG_Q.default)
-    dpg_clip: float = _param(DPG_CLIP.default)
-    dpg_clip_decay: float = _param(DPG_CLIP_DECAY.default)
-    dpg_lr: float = _param(DPG_LR.default)
-    dpg_lambda1: float = _param(DPG_LAMBDA1.default)
-    dpg_lambda2: float = _param(DPG_LAMBDA2.default)
-    dpg_edge_selection: str = _param(DPG_EDGE_SELECTION.default)
-    dpg_edge_count_share: float = _param(DPG_EDGE_COUNT_SHARE.default)
-    dpg_sensitivity_multiplier: float = _param(DPG_SENSITIVITY_MULTIPLIER.default)
-    dpg_pos_weight: str = _param(DPG_POS_WEIGHT.default)
-    dpg_generation: str = _param(DPG_GENERATION.default)
-    # Edge-perturbation baselines (protocols/central/baselines.py; EdgeRand/LapGraph: epsilon)
-    edge_ratio: float = _param(EDGE_RATIO.default)
-    # PPGSL (empirical, no DP; protocols/central/ppgsl.py)
-    ppgsl_alpha: float = _param(PPGSL_ALPHA.default)
-    ppgsl_k: int = _param(PPGSL_K.default)
-    ppgsl_mu: int = _param(PPGSL_MU.default)
-    ppgsl_fgp: bool = _param(PPGSL_FGP.default)
-    ppgsl_attack_epochs: int = _param(PPGSL_ATTACK_EPOCHS.default)
-    ppgsl_epochs: int = _param(PPGSL_EPOCHS.default)
-    ppgsl_lr: float = _param(PPGSL_LR.default)
-    ppgsl_attack_lr: float = _param(PPGSL_ATTACK_LR.default)
-    ppgsl_priv_reduction: str = _param(PPGSL_PRIV_REDUCTION.default)
-    sensitive_share: float = _param(SENSITIVE_SHARE.default)
+    protocol: str = key("hogs", "protocol")
     model: str = key("gcn", "train", "GNN trained on the release", choices=MODELS)
     lr: float = key(0.01, "train", "Adam learning rate")
     dropout: float = key(0.5, "train", "dropout after the first layer")
@@ -419,46 +284,66 @@ class RunConfig:
         "release and its privacy report only); on a generated collection (dpggan, dpgvae) "
         "graph means collection (Tables 1-2 against the originals)",
     )
-    graph_exact_limit: int = key(
-        GRAPH_EXACT_LIMIT,
-        "metrics",
-        "graph metric: path statistics (CPL, diameter) are exact while the largest component "
-        "has at most this many nodes, sampled above",
-    )
-    graph_sample_sources: int = key(
-        GRAPH_SAMPLE_SOURCES,
-        "metrics",
-        "graph metric: BFS sources of the sampled path statistics above graph-exact-limit "
-        "(seeded from the run seed); 0: never sample (a larger graph is an error)",
-    )
-    collection_motif_limit: int = key(
-        COLLECTION_MOTIF_LIMIT,
-        "metrics",
-        "collection metric: a graph pair whose motif enumeration would visit more connected "
-        "3-5-node subgraphs than this is left out of the motif similarity (counted)",
-    )
-    gin_epochs: int = key(
-        GIN_EPOCHS,
-        "metrics",
-        "gin metric: training epochs per fold, each 50 random batches of 32 graphs (at most 5 "
-        "passes over the training graphs); the official GIN code's 350 take hours on a CPU",
-    )
-    gin_hidden: int = key(GIN_HIDDEN, "metrics", "gin metric: hidden units of every GIN layer")
-    gin_layers: int = key(
-        GIN_LAYERS, "metrics", "gin metric: GIN layers counting the input layer (>= 2)"
-    )
+    #: The protocol parameters and metric settings given (by key); the others are their
+    #: declared defaults (:func:`derived_keys`).
+    derived: dict[str, Any] = field(default_factory=dict, metadata={"section": None})
+
+    def __init__(
+        self, protocol: str = "hogs", *, derived: Mapping[str, Any] | None = None, **values: Any
+    ) -> None:
+        object.__setattr__(self, "protocol", protocol)
+        for name, f in _OWN_FIELDS.items():
+            if name != "protocol":
+                object.__setattr__(self, name, values.pop(name, f.default))
+        object.__setattr__(self, "derived", dict(derived or {}))
+        if values:
+            known = derived_keys()
+            for name, value in values.items():
+                if name not in known:
+                    hint = did_you_mean(name, [*_OWN_FIELDS, *known])
+                    raise TypeError(
+                        f"RunConfig() got an unexpected keyword argument {name!r}{hint}"
+                    )
+                self.derived[name] = value
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are no field: a protocol parameter or metric setting.
+        if name.startswith("__") or name == "derived":
+            raise AttributeError(name)
+        decl = derived_keys().get(name)
+        if decl is None:
+            raise AttributeError(f"'RunConfig' object has no attribute {name!r}")
+        return self.__dict__.get("derived", {}).get(name, decl.param.default)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN_FIELDS or name == "derived" or name not in derived_keys():
+            object.__setattr__(self, name, value)
+        else:
+            self.derived[name] = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunConfig):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        given = {k: v for k, v in self.to_dict().items() if v != key_default(k)}
+        return "RunConfig(" + ", ".join(f"{k}={v!r}" for k, v in given.items()) + ")"
 
     def validate(self) -> RunConfig:
+        """This configuration, checked against every declaration (raising :class:`ConfigError`,
+        one line), with the chosen protocol's own defaults filled in where the key stands
+        for them."""
+        from ldpgraph.protocols.base import MAX_EPSILON
+        from ldpgraph.protocols.registry import UnknownProtocolError, make_protocol, protocol_info
+
         try:
-            protocol_info(self.protocol)
+            declared = {p.name: p for p in protocol_info(self.protocol).params}
         except UnknownProtocolError as exc:
             raise ConfigError(str(exc)) from None
-        if self.model not in MODELS:
-            raise ConfigError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
-        if self.backend not in BACKENDS:
-            raise ConfigError(
-                f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKENDS)}"
-            )
+        self._check_declared(_OWN_DECLS, "")
         _finite_positive("epsilon", self.epsilon)
         if self.epsilon > MAX_EPSILON:
             raise ConfigError(
@@ -469,19 +354,52 @@ class RunConfig:
         _finite_positive("lr", self.lr)
         # The chosen protocol's parameters against its declarations, then the budget splits it
         # can serve; the other protocols' keys are not used by this run.
-        declared = {p.name: p for p in protocol_info(self.protocol).params}
-        if "delta" in declared and self.delta == 0.0:
-            self.delta = declared["delta"].default
-        if "epsilon_convention" in declared and self.epsilon_convention == "":
-            self.epsilon_convention = declared["epsilon_convention"].default
-        params = self.protocol_params()
+        for name, decl in derived_keys().items():
+            if decl.per_protocol and name in declared and getattr(self, name) == decl.param.default:
+                setattr(self, name, declared[name].default)
+        self._check_declared(declared, self.protocol)
         try:
-            for param in protocol_info(self.protocol).params:
-                if param.name in params:
-                    param.check(self.protocol, params[param.name], param.name.replace("_", "-"))
-            protocol = make_protocol(self.protocol, **params)
+            protocol = make_protocol(self.protocol, **self.protocol_params())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        self._check_training()
+        self._check_run()
+        self._check_declared(
+            {n: d.param for n, d in derived_keys().items() if d.section == "metrics"}, ""
+        )
+        if self.metrics.strip() != NO_METRICS:
+            from ldpgraph.server.evaluation import UnknownMetricError, resolve_metrics
+
+            try:
+                self.metrics = ",".join(resolve_metrics(self.metrics))
+            except UnknownMetricError as exc:
+                raise ConfigError(f"{exc} (or {NO_METRICS})") from None
+        else:
+            self.metrics = NO_METRICS
+        self._check_extras()
+        if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
+            raise ConfigError(
+                f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
+                "trust the curator: add --trust-curator"
+            )
+        return self
+
+    def _check_declared(self, decls: Mapping[str, Param], protocol: str) -> None:
+        """Each key of ``decls`` this configuration holds against its declaration (type,
+        range, choices): ``protocol`` names the protocol whose parameters they are, or is
+        empty for run keys and metric settings."""
+        for name, decl in decls.items():
+            if name not in _OWN_FIELDS and name not in derived_keys():
+                continue  # a library-only parameter: its declared default
+            if name in _OWN_FIELDS and decl.choices is None:
+                continue  # run keys: their ranges are checked below, with their reasons
+            try:
+                decl.check(protocol, getattr(self, name), name.replace("_", "-"))
+            except ProtocolParameterError as exc:
+                raise ConfigError(str(exc)) from None
+
+    def _check_training(self) -> None:
+        """The split and the trainer's settings."""
         for name in ("train_split", "val_split"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0.0 <= v <= 1.0):
@@ -513,10 +431,6 @@ class RunConfig:
                 f"unknown device {self.device!r}; choose auto (the GPU when there is one), cpu, "
                 "cuda or cuda:N"
             )
-        if self.split_mode not in SPLIT_MODES:
-            raise ConfigError(
-                f"unknown split-mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}"
-            )
         if self.split_mode == "metis":
             from .splits import metis_parts
 
@@ -524,10 +438,9 @@ class RunConfig:
                 metis_parts(self.train_split)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-        if self.selection not in SELECTIONS:
-            raise ConfigError(
-                f"unknown selection {self.selection!r}; choose one of: {', '.join(SELECTIONS)}"
-            )
+
+    def _check_run(self) -> None:
+        """Where and how the run executes."""
         if self.seed < 0:
             raise ConfigError(f"seed must be >= 0, got {self.seed}")
         if self.nodes_per_client < 0:
@@ -545,30 +458,6 @@ class RunConfig:
             )
         if self.curator and self.backend != "deploy":
             raise ConfigError("--curator is for --backend deploy")
-        for name in ("graph_exact_limit", "graph_sample_sources", "collection_motif_limit"):
-            if int(getattr(self, name)) < 0:
-                raise ConfigError(
-                    f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}"
-                )
-        for name, least in (("gin_epochs", 1), ("gin_hidden", 1), ("gin_layers", 2)):
-            if int(getattr(self, name)) < least:
-                raise ConfigError(
-                    f"{name.replace('_', '-')} must be >= {least}, got {getattr(self, name)}"
-                )
-        if self.metrics.strip() != NO_METRICS:
-            try:
-                self.metrics = ",".join(resolve_metrics(self.metrics))
-            except UnknownMetricError as exc:
-                raise ConfigError(f"{exc} (or {NO_METRICS})") from None
-        else:
-            self.metrics = NO_METRICS
-        self._check_extras()
-        if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
-            raise ConfigError(
-                f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
-                "trust the curator: add --trust-curator"
-            )
-        return self
 
     def _check_extras(self) -> None:
         """Refuse before any work when an optional dependency this run needs is missing,
@@ -593,6 +482,8 @@ class RunConfig:
         """The chosen metrics (none for ``--metrics none``)."""
         if self.metrics.strip() == NO_METRICS:
             return ()
+        from ldpgraph.server.evaluation import resolve_metrics
+
         return resolve_metrics(self.metrics)
 
     def resolved_nodes_per_client(self, num_nodes: int) -> int:
@@ -621,26 +512,30 @@ class RunConfig:
         """The chosen protocol's declared parameters, from this configuration. A parameter
         that is no run-configuration key (hogs-kprop's kprop_norm, Blink's variant: library
         use only) keeps its declared default."""
-        keys = {f.name for f in fields(self)}
+        from ldpgraph.protocols.registry import protocol_info
+
+        keys = derived_keys()
         declared = protocol_info(self.protocol).param_names
         return {name: getattr(self, name) for name in declared if name in keys}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every key (underscore form) with its value, in schema order (:func:`key_names`)."""
+        return {name: getattr(self, name) for name in key_names()}
 
     def to_flwr(self) -> dict[str, Any]:
         """The same keys, hyphenated, as Flower's run config wants them."""
-        return {k.replace("_", "-"): v for k, v in asdict(self).items()}
+        return {k.replace("_", "-"): v for k, v in self.to_dict().items()}
 
     def sections(self) -> dict[str, dict[str, Any]]:
         """This configuration by section, keys hyphenated as in TOML; the protocol section
         holds the protocol's name, ε and the chosen protocol's parameters only."""
         out: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         used = {"protocol", "epsilon", *self.protocol_params()}
-        for f in fields(self):
-            if f.metadata["section"] == "protocol" and f.name not in used:
+        for name in key_names():
+            section = section_of(name)
+            if section == "protocol" and name not in used:
                 continue
-            out[f.metadata["section"]][f.name.replace("_", "-")] = getattr(self, f.name)
+            out[section][name.replace("_", "-")] = getattr(self, name)
         return out
 
     @classmethod
@@ -648,15 +543,14 @@ class RunConfig:
         """A checked configuration from flat keys (``feature-share`` or ``feature_share``),
         section tables (``{"train": {"lr": 0.1}}``) or dotted keys (``train.lr``, as Flower
         flattens nested TOML tables)."""
-        known = {f.name: f for f in fields(cls)}
-        defaults = cls()
+        known = set(key_names())
         kwargs: dict[str, Any] = {}
         for raw, value in flatten_sections(values).items():
             name = raw.replace("-", "_")
             if name not in known:
                 hint = did_you_mean(raw.replace("_", "-"), [k.replace("_", "-") for k in known])
                 raise ConfigError(f"unknown configuration key {raw!r}{hint}")
-            kind = type(getattr(defaults, name))
+            kind = type(key_default(name))
             if kind is bool:
                 if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
                     value = value.lower() in ("true", "1")
@@ -674,39 +568,74 @@ class RunConfig:
 
 
 def key_names() -> tuple[str, ...]:
-    """Every configuration key (underscore form), in schema order. Callers list keys through
-    this (and :func:`key_default`, :func:`section_of`, :func:`key_help`, :func:`key_choices`),
-    never through the dataclass's fields: how keys are declared is this module's business."""
-    return tuple(_FIELDS)
+    """Every configuration key (underscore form), in schema order: ``protocol``, the
+    protocols' parameters, the configuration's own keys, the metrics' settings. Callers list
+    keys through this (and :func:`key_default`, :func:`section_of`, :func:`key_help`,
+    :func:`key_choices`, :func:`key_param`), never through the dataclass's fields: how keys
+    are declared is this module's business."""
+    derived = derived_keys()
+    own = [name for name in _OWN_FIELDS if name != "protocol"]
+    by = {s: [n for n, d in derived.items() if d.section == s] for s in ("protocol", "metrics")}
+    return ("protocol", *by["protocol"], *own, *by["metrics"])
+
+
+def key_param(name: str) -> Param:
+    """The declaration of configuration key ``name`` (either spelling); for a protocol
+    parameter several protocols share, the most common one (a protocol may narrow it)."""
+    name = name.replace("-", "_")
+    if name in _OWN_DECLS:
+        return _OWN_DECLS[name]
+    try:
+        return derived_keys()[name].param
+    except KeyError:
+        raise KeyError(f"unknown configuration key {name!r}") from None
 
 
 def key_default(name: str) -> Any:
     """The default of configuration key ``name`` (either spelling)."""
-    return getattr(_DEFAULTS, name.replace("-", "_"))
+    return key_param(name).default
 
 
 def section_of(name: str) -> str:
     """The section of configuration key ``name`` (either spelling)."""
-    return _FIELDS[name.replace("-", "_")].metadata["section"]
+    name = name.replace("-", "_")
+    if name in _OWN_FIELDS:
+        return _OWN_FIELDS[name].metadata["section"]
+    try:
+        return derived_keys()[name].section
+    except KeyError:
+        raise KeyError(f"unknown configuration key {name!r}") from None
 
 
 def keys_in(section: str) -> tuple[str, ...]:
     """The configuration keys of ``section`` (underscore form), in schema order."""
-    return tuple(f.name for f in fields(RunConfig) if f.metadata["section"] == section)
+    return tuple(name for name in key_names() if section_of(name) == section)
 
 
 def non_result_keys() -> tuple[str, ...]:
     """The keys that only say where or how a run executes (left out of its identity)."""
-    return tuple(f.name for f in fields(RunConfig) if not f.metadata["result"])
+    return tuple(name for name, f in _OWN_FIELDS.items() if not f.metadata["result"])
+
+
+def per_protocol_keys() -> dict[str, Any]:
+    """The keys whose value stands for the chosen protocol's own default (δ, the ε
+    convention), with that standing-in value."""
+    return {n: d.param.default for n, d in derived_keys().items() if d.per_protocol}
 
 
 def key_help(name: str) -> str:
-    """The help of a key that is not a protocol parameter (those come from the registry)."""
-    return _FIELDS[name.replace("-", "_")].metadata["help"]
+    """The help of configuration key ``name`` (a protocol parameter's: its most common
+    declaration's; ``ldpgraph run`` shows the chosen protocol's own)."""
+    return key_param(name).help
 
 
 def key_choices(name: str) -> tuple[str, ...] | None:
-    return _FIELDS[name.replace("-", "_")].metadata["choices"]
+    """The allowed values of a run key or metric setting; None for a protocol parameter,
+    whose values each protocol checks against its own declaration."""
+    name = name.replace("-", "_")
+    if section_of(name) == "protocol" and name != "protocol":
+        return None
+    return key_param(name).choices
 
 
 def flatten_sections(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -725,7 +654,7 @@ def flatten_sections(values: Mapping[str, Any]) -> dict[str, Any]:
                     f"unknown configuration section {section!r} in {spelled!r}{hint}; "
                     f"sections: {', '.join(SECTIONS)}"
                 )
-            if norm in _FIELDS and section_of(norm) != section:
+            if norm in _all_keys() and section_of(norm) != section:
                 raise ConfigError(
                     f"{spelled!r}: {name} belongs in section {section_of(norm)!r}, not {section!r}"
                 )
@@ -752,5 +681,10 @@ def _finite_positive(name: str, value: float) -> None:
         raise ConfigError(f"{name} must be a finite number > 0, got {value}")
 
 
-_FIELDS = {f.name: f for f in fields(RunConfig)}
-_DEFAULTS = RunConfig()
+def _all_keys() -> set[str]:
+    return {*_OWN_FIELDS, *derived_keys()}
+
+
+_OWN_FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "derived"}
+_OWN = set(_OWN_FIELDS)
+_OWN_DECLS = {name: f.metadata["decl"].but(name=name) for name, f in _OWN_FIELDS.items()}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldpgraph.protocols.graph import Graph
-from ldpgraph.protocols.params import did_you_mean
+from ldpgraph.protocols.params import Param, did_you_mean
 from ldpgraph.protocols.types import Release
 
 #: Metric names → classes, in the order they registered. Every module of this package
@@ -72,6 +72,9 @@ class Metric(ABC):
     #: Release kinds this metric leaves to another metric that scores the same thing there
     #: (``graph`` on a ``graphs`` release: the collection's statistics, ``collection``).
     stand_ins: dict[str, str] = {}
+    #: The metric's settings, declared once here: each is a run-configuration key (section
+    #: ``metrics``) the metric reads from :attr:`EvaluationContext.config`.
+    settings: tuple[Param, ...] = ()
 
     def prepare(self, graph: Graph, seed: int) -> tuple[Graph, Any]:
         """Act on the graph before any node reports (default: nothing). Return the graph the
@@ -88,7 +91,17 @@ def register_metric(cls: type[Metric]) -> type[Metric]:
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
     METRICS[cls.name] = cls
+    _GENERATION[0] += 1
     return cls
+
+
+#: Bumped at every registration: what is derived from the registry is recomputed then.
+_GENERATION = [0]
+
+
+def generation() -> int:
+    """A number that changes whenever a metric registers (a cache key)."""
+    return _GENERATION[0]
 
 
 def _discover() -> None:
@@ -117,6 +130,19 @@ _DISCOVERED = False
 def metric_names() -> tuple[str, ...]:
     _discover()
     return tuple(METRICS)
+
+
+def metric_settings() -> dict[str, Param]:
+    """Every metric's settings by name, in registry order; two metrics declaring one name
+    is an error (a setting has one meaning)."""
+    _discover()
+    out: dict[str, Param] = {}
+    for name, cls in METRICS.items():
+        for param in cls.settings:
+            if param.name in out:
+                raise ValueError(f"metric {name!r} declares setting {param.name!r} again")
+            out[param.name] = param
+    return out
 
 
 def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from ldpgraph.protocols.registry import (
     protocol_names,
 )
 from ldpgraph.simulation import cli
-from ldpgraph.simulation.config import ConfigError, RunConfig
+from ldpgraph.simulation.config import ConfigError, RunConfig, key_names
 
 from ..support.toy_central import ToyDegreeGraph, registered
 
@@ -136,10 +136,13 @@ def test_derived_sets_equal_the_former_hand_lists():
 
 
 def test_run_config_has_one_field_per_parameter_at_its_declared_default():
-    """The CLI flags stay: every declared parameter is a RunConfig field with the declared
-    default, except the library-only ones (no flag, they keep their default in runs)."""
+    """The CLI flags stay: every declared parameter is a configuration key (derived from the
+    declaration, no field of its own) with the declared default, except the library-only ones
+    (no flag, they keep their default in runs)."""
     defaults = RunConfig()
-    keys = {f.name for f in fields(RunConfig)}
+    keys = set(key_names())
+    own_fields = {f.name for f in fields(RunConfig)} - {"protocol"}
+    assert not own_fields & set(registry.parameters())
     library_only = set()
     for name, (param, _users) in registry.parameters().items():
         if name == "delta":  # per protocol: 0 in the configuration stands for its own default

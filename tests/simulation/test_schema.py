@@ -3,7 +3,10 @@ keys wherever configuration is read, and the identity's left-out keys come from 
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import fields
 
@@ -16,8 +19,12 @@ from ldpgraph.simulation.config import (
     SECTIONS,
     ConfigError,
     RunConfig,
+    derived_keys,
     flatten_sections,
+    key_default,
     key_help,
+    key_names,
+    key_param,
     keys_in,
     non_result_keys,
     section_of,
@@ -37,12 +44,12 @@ FORMER_NON_RESULT_KEYS = {
 
 def test_every_key_has_a_section_and_help():
     params = set(registry.parameters()) | {"protocol"}
-    for f in fields(RunConfig):
-        assert f.metadata["section"] in SECTIONS, f.name
-        if f.name in params:
-            assert section_of(f.name) == "protocol", f.name
+    for name in key_names():
+        assert section_of(name) in SECTIONS, name
+        if name in params:
+            assert section_of(name) == "protocol", name
         else:
-            assert key_help(f.name), f"{f.name} has no help"
+            assert key_help(name), f"{name} has no help"
     # every protocol parameter that is a run key lives in the protocol section
     assert set(keys_in("protocol")) <= params
     # the train section is what the trainer takes (no field copied by hand)
@@ -122,14 +129,14 @@ def test_run_help_shows_one_group_per_section(capsys):
     assert sorted(at.values()) == list(at.values()), "sections out of order"
     starts = sorted(at.values())
     shown = {"protocol", "epsilon", *registry.protocol_info(RunConfig().protocol).param_names}
-    for f in fields(RunConfig):
-        if section_of(f.name) == "protocol" and f.name not in shown:
+    for name in key_names():
+        if section_of(name) == "protocol" and name not in shown:
             continue  # another protocol's parameter: `run --protocol X --help` shows X's
-        flag = "--" + f.name.replace("_", "-")
+        flag = "--" + name.replace("_", "-")
         pos = re.search(rf"^  {flag}(?=[ \n])", out, re.MULTILINE).start()
-        title = SECTIONS[section_of(f.name)]
+        title = SECTIONS[section_of(name)]
         later = [s for s in starts if s > at[title]]
-        assert at[title] < pos < (later[0] if later else len(out)), f.name
+        assert at[title] < pos < (later[0] if later else len(out)), name
 
 
 def _experiment(fixed: str, grid: str):
@@ -158,3 +165,47 @@ def test_experiment_files_take_section_tables():
     assert nested.entries[1].fixed == {"hidden": 8}
     with pytest.raises(ExperimentError, match="x.toml: fixed: .*belongs in section 'protocol'"):
         _experiment("[fixed.train]\ntau = 0.5", "[grid.g]\nlr = [0.1]")
+
+
+def test_importing_the_configuration_loads_no_protocol_and_no_accountant():
+    """The schema derives the protocols' keys from the registry when first asked, never at
+    import: ``import ldpgraph.simulation.config`` stays cheap (no protocol module, no
+    dp-accounting)."""
+    code = (
+        "import json, sys; import ldpgraph.simulation.config; print(json.dumps(sorted("
+        "m for m in sys.modules if m.startswith(('ldpgraph.protocols.ldp', "
+        "'ldpgraph.protocols.central', 'dp_accounting')))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_protocol_parameters_and_metric_settings_are_derived_keys():
+    """Every run-key parameter a protocol declares and every metric setting is a key, with
+    its declaration's default, and with nothing declared in the configuration itself; a key
+    several protocols declare with different defaults defaults to its type's empty value,
+    which stands for the chosen protocol's own."""
+    from ldpgraph.server.evaluation import metric_settings
+
+    derived = derived_keys()
+    for info in registry.all_protocols():
+        for p in info.params:
+            if not p.run_key or p.name in {"kprop_norm", "kprop_isolated", "variant"}:
+                assert p.name not in key_names()
+                continue
+            assert section_of(p.name) == "protocol"
+            if not derived[p.name].per_protocol:
+                assert key_default(p.name) == p.default, p.name
+            else:
+                assert key_default(p.name) == p.type(), p.name
+    for name, p in metric_settings().items():
+        assert section_of(name) == "metrics" and key_param(name) == p
+    assert {n for n, d in derived.items() if d.per_protocol} == {"delta", "epsilon_convention"}
+    own = {f.name for f in fields(RunConfig)}
+    assert not own & set(derived), "a derived key is declared again as a field"
+    cfg = RunConfig(tau=0.7, gin_layers=3)
+    assert cfg.tau == 0.7 and cfg.gin_layers == 3 and cfg.steps == key_default("steps")
+    cfg.tau = 0.6
+    assert cfg.to_dict()["tau"] == 0.6 and list(cfg.to_dict()) == list(key_names())
+    with pytest.raises(TypeError, match="did you mean 'tau'"):
+        RunConfig(tua=0.5)
