@@ -42,7 +42,7 @@ from .locations import (
     recorded_data_root,
     resolve_data_root,
 )
-from .registry import DATASETS, parse_dataset_spec
+from .registry import DATASETS, parse_dataset_spec, register_dataset
 from .synthetic import SYNTHETIC_DEFAULTS, synthetic_graph
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "load_dataset",
     "parse_dataset_spec",
     "recorded_data_root",
+    "register_dataset",
     "resolve_data_root",
     "synthetic_graph",
 ]
