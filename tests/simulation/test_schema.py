@@ -209,3 +209,26 @@ def test_protocol_parameters_and_metric_settings_are_derived_keys():
     assert cfg.to_dict()["tau"] == 0.6 and list(cfg.to_dict()) == list(key_names())
     with pytest.raises(TypeError, match="did you mean 'tau'"):
         RunConfig(tua=0.5)
+
+
+def test_the_flower_table_is_generated_from_the_declarations(tmp_path):
+    """pyproject.toml's [tool.flwr.app.config] is what flwr_table renders (a new parameter
+    shows up as a stale table here, fixed by ``--write``), and --write rewrites only it."""
+    from pathlib import Path
+
+    from ldpgraph.simulation import flwr_table
+
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    assert flwr_table.main(["--check", "--pyproject", str(pyproject)]) == 0
+    pytest.importorskip("flwr")
+    from ldpgraph.simulation.flower_app import APP_ONLY_KEYS
+
+    assert tuple(flwr_table.APP_ONLY) == APP_ONLY_KEYS
+    stale = tmp_path / "pyproject.toml"
+    stale.write_text('[a]\nx = 1\n\n[tool.flwr.app.config]\nprotocol = "rr"\n\n[b]\ny = 2\n')
+    assert flwr_table.main(["--check", "--pyproject", str(stale)]) == 1
+    assert flwr_table.main(["--write", "--pyproject", str(stale)]) == 0
+    table = tomllib.loads(stale.read_text())
+    assert table["a"] == {"x": 1} and table["b"] == {"y": 2}
+    assert table["tool"]["flwr"]["app"]["config"]["protocol"] == RunConfig().protocol
+    assert flwr_table.main(["--check", "--pyproject", str(stale)]) == 0
