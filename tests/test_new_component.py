@@ -30,10 +30,9 @@ PROTOCOL = '''
 
 from typing import Any
 
-from ldpgraph.protocols.base import EPSILON, FEATURE_SHARE
-from ldpgraph.protocols.ldp.hogs import TAU, HogsParams, HogsProtocol
+from ldpgraph.protocols.ldp.hogs import HogsProtocol
 from ldpgraph.protocols.params import Param
-from ldpgraph.protocols.registry import register
+from ldpgraph.protocols.registry import protocol_info, register
 
 TOY_BOOST = Param(
     "toy_boost", float, 0.25, "toy: a number the server records", low=0.0, high=1.0,
@@ -41,12 +40,12 @@ TOY_BOOST = Param(
 )
 
 
-@register("toy-hogs", params=(EPSILON, FEATURE_SHARE, TAU, TOY_BOOST), summary="toy: HoGS+")
+@register("toy-hogs", params=(*protocol_info("hogs").params, TOY_BOOST), summary="toy: HoGS+")
 class ToyHogs(HogsProtocol):
     @classmethod
     def from_params(cls, name: str, **params: Any) -> "ToyHogs":
         boost = params.pop("toy_boost")
-        proto = cls(HogsParams(**params))
+        proto = super().from_params("hogs", **params)
         proto.name, proto.toy_boost = name, boost
         return proto
 
