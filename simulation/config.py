@@ -14,7 +14,6 @@ table, so nested tables there would break every ``flwr run --run-config "epsilon
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -23,6 +22,7 @@ from ldpgraph.client.budget import NodeSettings
 from ldpgraph.protocols.params import Param, ProtocolParameterError, did_you_mean
 from ldpgraph.server.choices import MODELS, SELECTIONS
 
+from .config_checks import check_extras, check_run, check_training
 from .schema import (
     LIBRARY_ONLY,
     SECTIONS,
@@ -57,12 +57,6 @@ BACKENDS = ("local", "flower", "deploy")
 NO_METRICS = "none"
 #: With automatic nodes-per-client, the simulation starts at most this many SuperNodes.
 AUTO_SUPERNODES = 256
-#: Sanity bounds on the model and its training (far above anything useful on these graphs).
-MAX_EPOCHS = 100_000
-MAX_HIDDEN = 16_384
-#: Devices of the curator's reconstruction (HoGS) and of training: auto (the GPU when there is
-#: one), cpu, cuda or cuda:N.
-DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
 @dataclass(init=False, eq=False, repr=False)
@@ -288,8 +282,8 @@ class RunConfig:
             protocol = make_protocol(self.protocol, **self.protocol_params())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        self._check_training()
-        self._check_run()
+        check_training(self)
+        check_run(self)
         self._check_declared(
             {n: d.param for n, d in derived_keys().items() if d.section == "metrics"}, ""
         )
@@ -302,7 +296,7 @@ class RunConfig:
                 raise ConfigError(f"{exc} (or {NO_METRICS})") from None
         else:
             self.metrics = NO_METRICS
-        self._check_extras()
+        check_extras(self)
         if protocol.raw_upload and not self.trust_curator and self.backend != "deploy":
             raise ConfigError(
                 f"protocol {self.protocol!r} uploads raw data and nodes refuse unless they "
@@ -323,86 +317,6 @@ class RunConfig:
                 decl.check(protocol, getattr(self, name), name.replace("_", "-"))
             except ProtocolParameterError as exc:
                 raise ConfigError(str(exc)) from None
-
-    def _check_training(self) -> None:
-        """The split and the trainer's settings."""
-        for name in ("train_split", "val_split"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and 0.0 <= v <= 1.0):
-                raise ConfigError(f"{name.replace('_', '-')} must be in [0, 1], got {v}")
-        if self.train_split + self.val_split > 1.0 + 1e-12:
-            raise ConfigError("train-split + val-split must not exceed 1")
-        if not (self.train_split > 0 and self.val_split > 0):
-            raise ConfigError(
-                f"train-split and val-split must be > 0 (training needs nodes to learn from "
-                f"and validation nodes to select its epoch), got {self.train_split}, "
-                f"{self.val_split}"
-            )
-        if self.train_split + self.val_split >= 1.0 - 1e-12:
-            raise ConfigError(
-                f"train-split + val-split must be below 1: the rest is the test set, and "
-                f"{self.train_split} + {self.val_split} leaves none"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.weight_decay < 0 or not math.isfinite(self.weight_decay):
-            raise ConfigError(f"weight-decay must be >= 0, got {self.weight_decay}")
-        for name, most in (("epochs", MAX_EPOCHS), ("hidden", MAX_HIDDEN)):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1")
-            if int(getattr(self, name)) > most:
-                raise ConfigError(f"{name} must be at most {most}, got {getattr(self, name)}")
-        if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ConfigError(
-                f"unknown device {self.device!r}; choose auto (the GPU when there is one), cpu, "
-                "cuda or cuda:N"
-            )
-        if self.split_mode == "metis":
-            from .splits import metis_parts
-
-            try:
-                metis_parts(self.train_split)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-
-    def _check_run(self) -> None:
-        """Where and how the run executes."""
-        if self.seed < 0:
-            raise ConfigError(f"seed must be >= 0, got {self.seed}")
-        if self.nodes_per_client < 0:
-            raise ConfigError("nodes-per-client must be >= 1 (or 0 for automatic)")
-        if self.ray_actors < 0 or not self.ray_cpus_per_actor > 0:
-            raise ConfigError("ray-actors must be >= 0 and ray-cpus-per-actor > 0")
-        if self.node_budget < 0 or not math.isfinite(self.node_budget):
-            raise ConfigError("node-budget must be a finite number >= 0 (0: the run's epsilon)")
-        if not (self.wait_timeout > 0 and self.round_timeout > 0):
-            raise ConfigError("wait-timeout and round-timeout must be > 0")
-        if self.backend == "deploy" and not self.curator:
-            raise ConfigError(
-                "the deploy backend runs from a curator file: add --curator PATH (written by "
-                "`ldpgraph partition`, on the SuperLink's machine)"
-            )
-        if self.curator and self.backend != "deploy":
-            raise ConfigError("--curator is for --backend deploy")
-
-    def _check_extras(self) -> None:
-        """Refuse before any work when an optional dependency this run needs is missing,
-        naming the extra that brings it."""
-        from .extras import MissingExtraError, require_extra
-
-        needed = []
-        if self.backend in ("flower", "deploy"):
-            needed.append("flwr")
-        if self.ray_address:
-            needed.append("ray")
-        if self.split_mode == "metis":
-            needed.append("pymetis")
-        for module in needed:
-            try:
-                require_extra(module)
-            except MissingExtraError as exc:
-                local = " (or --backend local)" if module == "flwr" else ""
-                raise ConfigError(f"{exc}{local}") from None
 
     def metric_names(self) -> tuple[str, ...]:
         """The chosen metrics (none for ``--metrics none``)."""
