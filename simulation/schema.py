@@ -92,12 +92,17 @@ def derived_keys() -> dict[str, Derived]:
     if _CACHE[0] == stamp:
         return _CACHE[1]
     seen: dict[str, list[Param]] = {}
+    builtin: dict[str, list[Param]] = {}
     for info in registry.all_protocols():
         for param in info.params:
             if param.run_key and param.name not in LIBRARY_ONLY:
                 seen.setdefault(param.name, []).append(param)
+                if not info.runtime:
+                    builtin.setdefault(param.name, []).append(param)
     out: dict[str, Derived] = {}
     for name, params in seen.items():
+        # A plug-in cannot move the default of a key the built-in protocols declare.
+        params = builtin.get(name, params)
         common = Counter(params).most_common(1)[0][0]
         if len({p.default for p in params}) > 1:
             out[name] = Derived(common.but(default=common.type()), "protocol", True)

@@ -232,3 +232,21 @@ def test_the_flower_table_is_generated_from_the_declarations(tmp_path):
     assert table["a"] == {"x": 1} and table["b"] == {"y": 2}
     assert table["tool"]["flwr"]["app"]["config"]["protocol"] == RunConfig().protocol
     assert flwr_table.main(["--check", "--pyproject", str(stale)]) == 0
+
+
+def test_a_runtime_protocol_adds_its_keys_but_moves_no_built_in_default():
+    from ldpgraph.protocols.base import EPSILON
+    from ldpgraph.protocols.params import Param
+
+    extra = Param("toy_knob", int, 3, "toy: a new knob", low=0)
+    registry.register(
+        "toy-knobs",
+        "ldpgraph.protocols.ldp.rr:RRProtocol",
+        params=(EPSILON.but(default=2.0), extra),
+    )
+    try:
+        assert key_default("epsilon") == EPSILON.default and key_default("toy_knob") == 3
+        assert section_of("toy_knob") == "protocol" and RunConfig(toy_knob=5).toy_knob == 5
+    finally:
+        registry.unregister("toy-knobs")
+    assert "toy_knob" not in key_names()
