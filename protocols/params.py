@@ -1,5 +1,8 @@
-"""A protocol parameter's declaration: name, type, default, allowed values, help, and whether
-the server applies it to reports it already has. Standard library only (the client imports it
+"""The one declaration of a knob: a protocol parameter, a metric setting or a run key (name,
+type, default, allowed values, help, whether the server applies it to reports it already has,
+and the value a key added after stores were in use was added with). Everything else (the run
+configuration's keys, CLI flags, the Flower run-config table, the run identity's added-later
+keys) is derived from these declarations. Standard library only (the client imports it
 through every protocol module)."""
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ class ProtocolParameterError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One protocol parameter: its name (the run-configuration key, underscore form), type,
-    default, allowed range (``low``/``high``, open ends with ``low_open``/``high_open``) or
-    ``choices``, and help. ``server_side``: the server applies it to reports it already has
-    (post-processing): every value reuses the same reports and spends no budget."""
+    """One knob: its name (the run-configuration key, underscore form), type, default, allowed
+    range (``low``/``high``, open ends with ``low_open``/``high_open``) or ``choices``, and
+    help. ``server_side``: the server applies it to reports it already has (post-processing):
+    every value reuses the same reports and spends no budget. ``run_key``: whether it is a key
+    of the run configuration (a flag of ``ldpgraph run``, a line of the Flower table); off for
+    library-only parameters. ``added_with``: for a key added after results stores were in use,
+    the value it was added with (runs stored before it keep their identity at that value;
+    ``None``: there from the start)."""
 
     name: str
     type: type
@@ -38,6 +45,8 @@ class Param:
     high_open: bool = False
     choices: tuple[Any, ...] | None = None
     server_side: bool = False
+    run_key: bool = True
+    added_with: Any = None
 
     def but(self, **changes: Any) -> Param:
         """This parameter with some attributes changed (a protocol's own range or help)."""
@@ -61,19 +70,22 @@ class Param:
 
     def check(self, protocol: str, value: Any, key: str | None = None) -> Any:
         """``value`` as this parameter's type, or :class:`ProtocolParameterError`; ``key``:
-        the name as the caller spells it (``feature-share`` on the command line)."""
+        the name as the caller spells it (``feature-share`` on the command line); ``protocol``
+        empty: a run key or metric setting, named by itself."""
         key = key or self.name
         value = self._coerce(key, protocol, value)
+        whose = f" (protocol {protocol!r})" if protocol else ""
         if self.choices is not None and value not in self.choices:
-            raise ProtocolParameterError(
-                f"unknown {key} {value!r}; choose {self.allowed} (protocol {protocol!r})"
-            )
+            raise ProtocolParameterError(f"unknown {key} {value!r}; choose {self.allowed}{whose}")
         if self.type in (int, float):
             ok = math.isfinite(value)
             if self.low is not None:
                 ok = ok and (value > self.low if self.low_open else value >= self.low)
             if self.high is not None:
                 ok = ok and (value < self.high if self.high_open else value <= self.high)
+            if not ok and not protocol:
+                within = "in " if self.allowed[0] in "[(" else ""
+                raise ProtocolParameterError(f"{key} must be {within}{self.allowed}, got {value!r}")
             if not ok:
                 raise ProtocolParameterError(
                     f"{key} must be in {self.allowed} for protocol {protocol!r}, got {value!r}"
@@ -92,8 +104,9 @@ class Param:
                 return float(value)
             if self.type is int and float(value).is_integer():
                 return int(value)
+        whose = f" for protocol {protocol!r}" if protocol else ""
         raise ProtocolParameterError(
-            f"{key} must be of type {self.type.__name__} for protocol {protocol!r}, got {value!r}"
+            f"{key} must be of type {self.type.__name__}{whose}, got {value!r}"
         )
 
 

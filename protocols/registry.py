@@ -6,27 +6,25 @@ A protocol module declares itself once, on its class::
     @register("hogs", params=(EPSILON, FEATURE_SHARE, TAU, STEPS), summary="HoGS: …")
     class HogsProtocol(LdpProtocol): ...
 
-Nothing here imports a protocol module until that protocol is used: the names are found by
-reading the ``@register("name", …)`` decorators in the sources of :data:`PACKAGES` (pkgutil +
-ast, no import), so a node that runs ``hogs`` imports ``ldp.hogs`` and nothing else — never
-torch, never a central strategy. Tests and plug-ins register at runtime with
-``register(name, cls_or_path, params=…)`` and remove it again with :func:`unregister`.
+and the built-in ones are listed in :data:`BUILTIN` (``name -> "module:Class"``; a test holds
+it equal to what the modules register, :mod:`.catalog`). Nothing here imports a protocol
+module until that protocol is used, so a node that runs ``hogs`` imports ``ldp.hogs`` and
+nothing else — never torch, never a central strategy. Tests and plug-ins register at runtime
+with ``register(name, cls_or_path, params=…)`` (removed again with :func:`unregister`), and a
+plug-in module named in ``LDPGRAPH_PLUGINS`` is imported before the first lookup.
 
 Standard library only: the client imports this.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
-import importlib.util
-import pkgutil
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .catalog import load_plugins, path_of, resolve
 from .params import Param, ProtocolParameterError, did_you_mean
 
 if TYPE_CHECKING:
@@ -34,6 +32,44 @@ if TYPE_CHECKING:
 
 #: The packages whose modules register the built-in protocols.
 PACKAGES = ("ldpgraph.protocols.ldp", "ldpgraph.protocols.central")
+
+_LDP = "ldpgraph.protocols.ldp."
+_CENTRAL = "ldpgraph.protocols.central."
+#: The built-in protocols, ``name -> "module:Class"``, in the order listings show them (held
+#: equal to what the modules of :data:`PACKAGES` register by tests/protocols/test_registry.py).
+BUILTIN: dict[str, str] = {
+    "blink-hard": _LDP + "blink:BlinkProtocol",
+    "blink-soft": _LDP + "blink:BlinkProtocol",
+    "blink-hybrid": _LDP + "blink:BlinkProtocol",
+    "fp-blink": _LDP + "blink:BlinkProtocol",
+    "blink-fr": _LDP + "blink:BlinkProtocol",
+    "none": _LDP + "floors:NonPrivate",
+    "features-only": _LDP + "floors:FeaturesOnly",
+    "hogs": _LDP + "hogs:HogsProtocol",
+    "hogs-edge": _LDP + "hogs:HogsProtocol",
+    "hogs-arr": _LDP + "hogs_arr:HogsArrProtocol",
+    "hogs-kprop": _LDP + "hogs_kprop:HogsKpropProtocol",
+    "ldpgen": _LDP + "ldpgen:LdpGenProtocol",
+    "fp-ldpgen": _LDP + "ldpgen:LdpGenProtocol",
+    "rr": _LDP + "rr:RRProtocol",
+    "rr-edge": _LDP + "rr:RRProtocol",
+    "solitude": _LDP + "solitude:SolitudeProtocol",
+    "edge-delete": _CENTRAL + "baselines:EdgePerturbation",
+    "edge-add": _CENTRAL + "baselines:EdgePerturbation",
+    "edge-random": _CENTRAL + "baselines:EdgePerturbation",
+    "edgerand": _CENTRAL + "baselines:EdgePerturbation",
+    "lapgraph": _CENTRAL + "baselines:EdgePerturbation",
+    "dpar-em0": _CENTRAL + "dpar:Dpar",
+    "dpar-em1": _CENTRAL + "dpar:Dpar",
+    "dpar-gm": _CENTRAL + "dpar:Dpar",
+    "dpar-nodp": _CENTRAL + "dpar:Dpar",
+    "dpar-features": _CENTRAL + "dpar:Dpar",
+    "dpggan": _CENTRAL + "dpggan:DpgGan",
+    "dpgvae": _CENTRAL + "dpggan:DpgGan",
+    "ppgsl": _CENTRAL + "ppgsl:Ppgsl",
+    "privdpr": _CENTRAL + "privdpr:PrivDpr",
+    "dpr-nodp": _CENTRAL + "privdpr:PrivDpr",
+}
 
 
 class UnknownProtocolError(ValueError):
@@ -61,13 +97,7 @@ class ProtocolInfo:
 
     def resolve(self) -> type[LdpProtocol]:
         """The protocol class (imported now if registered by path)."""
-        if isinstance(self.target, str):
-            module, _, qualname = self.target.partition(":")
-            obj: Any = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-            return obj
-        return self.target
+        return resolve(self.target) if isinstance(self.target, str) else self.target
 
     def check(self, params: dict[str, Any]) -> dict[str, Any]:
         """Every declared parameter, checked: the given value or the default. An undeclared
@@ -83,6 +113,13 @@ class ProtocolInfo:
 
 
 _INFOS: dict[str, ProtocolInfo] = {}
+#: Bumped at every (un)registration: what is derived from the registry is recomputed then.
+_GENERATION = [0]
+
+
+def generation() -> int:
+    """A number that changes whenever a protocol registers or is removed (a cache key)."""
+    return _GENERATION[0]
 
 
 def register(
@@ -95,8 +132,9 @@ def register(
     public_features: bool = False,
 ) -> Any:
     """Register protocol ``name``. As a class decorator (``target`` omitted) in a module of
-    :data:`PACKAGES`, or at runtime with the class or its ``"module:Class"`` path (a test's or
-    a plug-in's protocol; :func:`unregister` removes it). The class (an
+    :data:`PACKAGES` (listed in :data:`BUILTIN`) or of a plug-in, or at runtime with the class
+    or its ``"module:Class"`` path (a test's or a plug-in's protocol; :func:`unregister`
+    removes it). The class (an
     :class:`~ldpgraph.protocols.base.LdpProtocol`) is built with
     ``cls.from_params(name, **checked_params)``."""
     params = tuple(params)
@@ -110,11 +148,16 @@ def register(
             raise ValueError(f"protocol {name!r} is already registered by {_path(old.target)}")
         info = ProtocolInfo(name, cls, params, summary, label or name, public_features, runtime)
         _INFOS[name] = info
+        _GENERATION[0] += 1
 
     if target is None:
 
         def decorate(cls: type) -> type:
-            add(cls, runtime=False)
+            # A class outside the package is a plug-in's: removable like a runtime one.
+            runtime = not cls.__module__.startswith(PACKAGES)
+            if runtime and name in BUILTIN:
+                raise ValueError(f"protocol {name!r} is built in ({BUILTIN[name]})")
+            add(cls, runtime)
             return cls
 
         return decorate
@@ -130,62 +173,36 @@ def unregister(name: str) -> None:
     if info is None or not info.runtime:
         raise KeyError(f"{name!r} is not a protocol registered at runtime")
     del _INFOS[name]
+    _GENERATION[0] += 1
 
 
-def _path(target: type | str) -> str:
-    return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+_path = path_of
 
 
-@functools.cache
 def builtin_paths() -> dict[str, str]:
-    """``name -> "module:Class"`` of every ``@register("name", …)`` class decorator in the
-    modules of :data:`PACKAGES`, read from their sources without importing them."""
-    found: dict[str, str] = {}
-    for package in PACKAGES:
-        spec = importlib.util.find_spec(package)
-        if spec is None or spec.submodule_search_locations is None:
-            continue
-        for mod in sorted(pkgutil.iter_modules(spec.submodule_search_locations)):
-            module = f"{package}.{mod.name}"
-            mod_spec = mod.module_finder.find_spec(module)  # type: ignore[call-arg]
-            source = mod_spec.loader.get_source(module) if mod_spec and mod_spec.loader else None
-            if source is None or "@register(" not in source:
-                continue
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.ClassDef):
-                    for registered in _registered_names(node.decorator_list):
-                        found[registered] = f"{module}:{node.name}"
-    return found
-
-
-def _registered_names(decorators: list[ast.expr]) -> Iterable[str]:
-    for deco in decorators:
-        if (
-            isinstance(deco, ast.Call)
-            and isinstance(deco.func, ast.Name)
-            and deco.func.id == "register"
-            and deco.args
-            and isinstance(deco.args[0], ast.Constant)
-            and isinstance(deco.args[0].value, str)
-        ):
-            yield deco.args[0].value
+    """``name -> "module:Class"`` of every built-in protocol (:data:`BUILTIN`)."""
+    return BUILTIN
 
 
 def protocol_names() -> list[str]:
-    """Every protocol's name: the built-in ones (in module order), then those registered at
-    runtime."""
-    return list(dict.fromkeys([*builtin_paths(), *_INFOS]))
+    """Every protocol's name: the built-in ones (in table order), then those registered at
+    runtime or by a plug-in."""
+    load_plugins()
+    return list(dict.fromkeys([*BUILTIN, *_INFOS]))
 
 
 def protocol_info(name: str) -> ProtocolInfo:
     """The registry entry of ``name``, importing its module on first use."""
     info = _INFOS.get(name)
-    if info is None and name in builtin_paths():
-        module = builtin_paths()[name].partition(":")[0]
+    if info is None and name in BUILTIN:
+        module = BUILTIN[name].partition(":")[0]
         importlib.import_module(module)
         info = _INFOS.get(name)
         if info is None:
-            raise RuntimeError(f"{module} does not register protocol {name!r}")
+            raise RuntimeError(f"{module} does not register protocol {name!r} (registry.BUILTIN)")
+    if info is None:
+        load_plugins()
+        info = _INFOS.get(name)
     if info is None:
         names = protocol_names()
         raise UnknownProtocolError(

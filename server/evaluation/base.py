@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldpgraph.protocols.catalog import load_plugins
 from ldpgraph.protocols.graph import Graph
-from ldpgraph.protocols.params import did_you_mean
+from ldpgraph.protocols.params import Param, did_you_mean
 from ldpgraph.protocols.types import Release
 
-#: Metric names → classes, in the order they registered. Every module of this package
-#: registers its metrics with :func:`register_metric` when it is imported; the package's
-#: modules are imported once, on the first lookup (:func:`_discover`), so a new metric is one
-#: module here and nothing else. Keep heavy imports (torch, networkx) inside a metric's
-#: methods: choosing metrics must stay cheap.
+_HERE = "ldpgraph.server.evaluation."
+#: The built-in metrics, ``name -> "module:Class"``, in the order a run's ``metrics`` value
+#: lists them (part of its identity: keep the order). Held equal to what the modules of this
+#: package register by tests/server/test_evaluation.py (:mod:`ldpgraph.protocols.catalog`).
+BUILTIN: dict[str, str] = {
+    "accuracy": _HERE + "accuracy:Accuracy",
+    "attack": _HERE + "attack:LinkAttack",
+    "collection": _HERE + "collection:CollectionStats",
+    "gin": _HERE + "gin:GinAccuracy",
+    "graph": _HERE + "graph:GraphStats",
+    "lp": _HERE + "lp:LinkPrediction",
+}
+
+#: Metric names → classes: the built-in ones (:data:`BUILTIN`, imported on the first lookup,
+#: :func:`_discover`), then those registered elsewhere (a plug-in named in
+#: ``LDPGRAPH_PLUGINS``, a test) in registration order. Keep heavy imports (torch, networkx)
+#: inside a metric's methods: choosing metrics must stay cheap.
 METRICS: dict[str, type[Metric]] = {}
 
 #: What a run evaluates unless told otherwise.
@@ -72,6 +84,9 @@ class Metric(ABC):
     #: Release kinds this metric leaves to another metric that scores the same thing there
     #: (``graph`` on a ``graphs`` release: the collection's statistics, ``collection``).
     stand_ins: dict[str, str] = {}
+    #: The metric's settings, declared once here: each is a run-configuration key (section
+    #: ``metrics``) the metric reads from :attr:`EvaluationContext.config`.
+    settings: tuple[Param, ...] = ()
 
     def prepare(self, graph: Graph, seed: int) -> tuple[Graph, Any]:
         """Act on the graph before any node reports (default: nothing). Return the graph the
@@ -88,27 +103,36 @@ def register_metric(cls: type[Metric]) -> type[Metric]:
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
     METRICS[cls.name] = cls
+    _GENERATION[0] += 1
     return cls
 
 
+#: Bumped at every registration: what is derived from the registry is recomputed then.
+_GENERATION = [0]
+
+
+def generation() -> tuple[int, tuple[str, ...]]:
+    """A value that changes whenever a metric registers or leaves (a cache key)."""
+    return _GENERATION[0], tuple(METRICS)
+
+
 def _discover() -> None:
-    """Import every module of this package once (each registers its metrics)."""
+    """Import the modules of :data:`BUILTIN` once (each registers its metrics) and the
+    plug-ins; the built-in metrics come first, in table order, whichever was imported first."""
     global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
-    package = importlib.import_module(__package__ or "ldpgraph.server.evaluation")
-    modules = [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
-    for name in modules:
-        if not name.endswith(".base"):
-            importlib.import_module(name)
-    # The registry lists this package's metrics in module order, whichever module was imported
-    # first: a run's ``metrics`` value lists its metrics in registry order and is part of the
-    # run's identity. Metrics registered elsewhere follow, in registration order.
-    rank = {name: i for i, name in enumerate(modules)}
-    ordered = sorted(METRICS.items(), key=lambda kv: rank.get(kv[1].__module__, len(rank)))
-    METRICS.clear()
-    METRICS.update(ordered)
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        for path in BUILTIN.values():
+            importlib.import_module(path.partition(":")[0])
+        missing = [name for name in BUILTIN if name not in METRICS]
+        if missing:
+            raise RuntimeError(f"the modules of BUILTIN do not register metrics {missing}")
+    load_plugins()
+    rank = {name: i for i, name in enumerate(BUILTIN)}
+    ordered = sorted(METRICS.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+    if list(METRICS) != [name for name, _ in ordered]:
+        METRICS.clear()
+        METRICS.update(ordered)
 
 
 _DISCOVERED = False
@@ -117,6 +141,19 @@ _DISCOVERED = False
 def metric_names() -> tuple[str, ...]:
     _discover()
     return tuple(METRICS)
+
+
+def metric_settings() -> dict[str, Param]:
+    """Every metric's settings by name, in registry order; two metrics declaring one name
+    is an error (a setting has one meaning)."""
+    _discover()
+    out: dict[str, Param] = {}
+    for name, cls in METRICS.items():
+        for param in cls.settings:
+            if param.name in out:
+                raise ValueError(f"metric {name!r} declares setting {param.name!r} again")
+            out[param.name] = param
+    return out
 
 
 def resolve_metrics(names: str | Sequence[str]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ldpgraph.protocols.graph import canonical_edges, edges_to_csr, split_by_offsets
+from ldpgraph.protocols.params import Param
 
 from .base import EvaluationContext, Metric, register_metric
 from .graph import graph_statistics
@@ -46,9 +47,14 @@ TABLE1 = {"lcc": "lcc", "tc": "triangles", "cpl": "cpl", "gini": "gini", "rede":
 DEGREE_BINS = 50
 #: Motif sizes (3–5 nodes: 2 + 6 + 21 = 29 classes).
 MOTIF_SIZES = (3, 4, 5)
-#: Connected subgraphs (sizes 3..5) one graph's enumeration may visit (config key
-#: ``collection_motif_limit``).
-DEFAULT_MOTIF_LIMIT = 300_000
+#: Connected subgraphs (sizes 3..5) one graph's enumeration may visit.
+COLLECTION_MOTIF_LIMIT = Param(
+    "collection_motif_limit", int, 300_000,
+    "collection metric: a graph pair whose motif enumeration would visit more connected "
+    "3-5-node subgraphs than this is left out of the motif similarity (counted)",
+    low=0, added_with=300_000,
+)  # fmt: skip
+DEFAULT_MOTIF_LIMIT = COLLECTION_MOTIF_LIMIT.default
 
 
 class TooManySubgraphs(RuntimeError):
@@ -260,6 +266,7 @@ class CollectionStats(Metric):
 
     name = "collection"
     kinds = ("graphs",)
+    settings = (COLLECTION_MOTIF_LIMIT,)
 
     def evaluate(self, ctx: EvaluationContext) -> dict[str, Any]:
         t0 = time.perf_counter()

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ldpgraph.protocols.graph import canonical_edges, split_by_offsets
+from ldpgraph.protocols.params import Param
 from ldpgraph.protocols.rng import stage_rng, stage_seed
 
 from .base import EvaluationContext, Metric, register_metric
@@ -71,10 +72,23 @@ ITERATIONS = 50
 PASSES = 5
 #: Halvings of the learning rate over the training (the official 350 epochs, halved every 50).
 DECAY_STEPS = 7
-#: Config keys ``gin_epochs``, ``gin_hidden``, ``gin_layers`` (layers count the input).
-DEFAULT_EPOCHS = 10
-DEFAULT_HIDDEN = 64
-DEFAULT_LAYERS = 5
+#: The metric's settings (run-configuration keys; layers count the input).
+GIN_EPOCHS = Param(
+    "gin_epochs", int, 10,
+    "gin metric: training epochs per fold, each 50 random batches of 32 graphs (at most 5 "
+    "passes over the training graphs); the official GIN code's 350 take hours on a CPU",
+    low=1, added_with=10,
+)  # fmt: skip
+GIN_HIDDEN = Param(
+    "gin_hidden", int, 64, "gin metric: hidden units of every GIN layer", low=1, added_with=64
+)
+GIN_LAYERS = Param(
+    "gin_layers", int, 5, "gin metric: GIN layers counting the input layer (>= 2)",
+    low=2, added_with=5,
+)  # fmt: skip
+DEFAULT_EPOCHS = GIN_EPOCHS.default
+DEFAULT_HIDDEN = GIN_HIDDEN.default
+DEFAULT_LAYERS = GIN_LAYERS.default
 #: Test graphs scored in one forward pass at most.
 EVAL_CHUNK = 512
 
@@ -355,6 +369,7 @@ class GinAccuracy(Metric):
 
     name = "gin"
     kinds = ("graphs",)
+    settings = (GIN_EPOCHS, GIN_HIDDEN, GIN_LAYERS)
 
     def evaluate(self, ctx: EvaluationContext) -> dict[str, Any]:
         t0 = time.perf_counter()

@@ -41,16 +41,27 @@ from typing import Any
 import numpy as np
 
 from ldpgraph.protocols.graph import canonical_edges, edges_to_csr
+from ldpgraph.protocols.params import Param
 from ldpgraph.protocols.rng import stage_rng
 
 from .base import EvaluationContext, Metric, register_metric
 
-#: Path statistics are exact while the largest component has at most this many nodes
-#: (configuration key ``graph_exact_limit``).
-DEFAULT_EXACT_LIMIT = 5000
-#: BFS sources of the sampled path statistics above the limit; 0: never sample (key
-#: ``graph_sample_sources``).
-DEFAULT_SAMPLE_SOURCES = 500
+#: Path statistics are exact while the largest component has at most this many nodes.
+GRAPH_EXACT_LIMIT = Param(
+    "graph_exact_limit", int, 5000,
+    "graph metric: path statistics (CPL, diameter) are exact while the largest component "
+    "has at most this many nodes, sampled above",
+    low=0, added_with=5000,
+)  # fmt: skip
+#: BFS sources of the sampled path statistics above the limit; 0: never sample.
+GRAPH_SAMPLE_SOURCES = Param(
+    "graph_sample_sources", int, 500,
+    "graph metric: BFS sources of the sampled path statistics above graph-exact-limit "
+    "(seeded from the run seed); 0: never sample (a larger graph is an error)",
+    low=0, added_with=500,
+)  # fmt: skip
+DEFAULT_EXACT_LIMIT = GRAPH_EXACT_LIMIT.default
+DEFAULT_SAMPLE_SOURCES = GRAPH_SAMPLE_SOURCES.default
 #: A weighted release's pairs with at least this weight are its edges.
 WEIGHT_THRESHOLD = 0.5
 #: The statistics with an original value, a release value and an RE, in record order.
@@ -393,6 +404,7 @@ class GraphStats(Metric):
 
     name = "graph"
     kinds = ("graph",)
+    settings = (GRAPH_EXACT_LIMIT, GRAPH_SAMPLE_SOURCES)
     #: A generated collection's graph statistics are the collection comparison (Tables 1–2
     #: of DPGGAN, per graph against its original): ``--metrics graph`` gives them there.
     stand_ins = {"graphs": "collection"}

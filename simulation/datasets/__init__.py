@@ -9,10 +9,11 @@ Where the raw files come from
     ``data_root`` (``--data-root``), else the ``LDPGRAPH_DATA`` environment variable, else none
     (the ``ldpgraph`` command also falls back to the data root ``make`` recorded in its virtual
     environment: :func:`recorded_data_root`).
-    With a data root the raw files are read from ``<data_root>/<Folder>/.../raw/`` exactly as PyG
-    lays them out (see ``shared/datasets/MANIFEST.md``) and nothing is downloaded, except for the
-    datasets the mirror cannot hold (``pubmed``, ``lastfm``), which fall back to a download. Without
-    a data root every dataset is downloaded from its usual public URL into the cache.
+    With a data root the raw files are read from ``<data_root>/<Folder>/.../raw/`` exactly as
+    PyG lays them out (each dataset's ``DatasetInfo.raw_files`` names them) and nothing is
+    downloaded, except for the datasets the mirror cannot hold (``pubmed``, ``lastfm``), which
+    fall back to a download. Without a data root every dataset is downloaded from its usual
+    public URL into the cache.
 
 Where the output goes
     Only into :func:`cache_dir` (``LDPGRAPH_CACHE``, else ``~/.cache/ldpgraph``), never into the
@@ -42,7 +43,7 @@ from .locations import (
     recorded_data_root,
     resolve_data_root,
 )
-from .registry import DATASETS, parse_dataset_spec
+from .registry import DATASETS, parse_dataset_spec, register_dataset
 from .synthetic import SYNTHETIC_DEFAULTS, synthetic_graph
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "load_dataset",
     "parse_dataset_spec",
     "recorded_data_root",
+    "register_dataset",
     "resolve_data_root",
     "synthetic_graph",
 ]

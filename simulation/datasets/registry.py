@@ -1,37 +1,96 @@
-"""The names of the datasets, family by family, and the ``name:key=value,...`` specs that
-choose one and its parameters."""
+"""The names of the datasets and the ``name:key=value,...`` specs that choose one and its
+parameters.
+
+The built-in datasets are listed in :data:`BUILTIN` (``name -> "module:ENTRIES"``: the family
+module whose ``ENTRIES`` declares it), the registration table every registry of ldpgraph keeps
+(:mod:`ldpgraph.protocols.catalog`); a test holds it equal to what the family modules declare.
+:data:`DATASETS` imports the family modules on its first use; a plug-in (a module named in
+``LDPGRAPH_PLUGINS``) adds its own with :func:`register_dataset`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
-from . import (
-    facebook,
-    gnn_benchmark,
-    graph_collections,
-    lastfm,
-    planetoid,
-    polblogs,
-    privdpr,
-    synthetic,
-)
+from ldpgraph.protocols.catalog import load_plugins
+
 from .info import DatasetError, DatasetInfo, coerce_param
 
-DATASETS: dict[str, DatasetInfo] = {
-    info.name: info
-    for family in (
-        planetoid,
-        facebook,
-        gnn_benchmark,
-        lastfm,
-        polblogs,
-        privdpr,
-        graph_collections,
-        synthetic,
-    )
-    for info in family.ENTRIES
+_HERE = "ldpgraph.simulation.datasets."
+#: The built-in datasets, in the order ``ldpgraph datasets`` lists them.
+BUILTIN: dict[str, str] = {
+    **dict.fromkeys(("cora", "citeseer", "pubmed"), _HERE + "planetoid:ENTRIES"),
+    "facebook": _HERE + "facebook:ENTRIES",
+    **dict.fromkeys(
+        ("cora-ml", "coauthor-cs", "coauthor-physics", "amazon-photo", "amazon-computers"),
+        _HERE + "gnn_benchmark:ENTRIES",
+    ),
+    "lastfm": _HERE + "lastfm:ENTRIES",
+    "polblogs": _HERE + "polblogs:ENTRIES",
+    **dict.fromkeys(
+        ("privdpr-cora", "privdpr-citeseer", "privdpr-p2p", "privdpr-chicago"),
+        _HERE + "privdpr:ENTRIES",
+    ),
+    **dict.fromkeys(
+        ("dblp-collection", "imdb-collection", "dblp-new-collection", "imdb-new-collection"),
+        _HERE + "graph_collections:ENTRIES",
+    ),
+    "synthetic": _HERE + "synthetic:ENTRIES",
 }
+
+
+def declared_by(path: str) -> dict[str, DatasetInfo]:
+    """The datasets a family module declares (its ``ENTRIES``), by name."""
+    module, _, attr = path.partition(":")
+    return {info.name: info for info in getattr(importlib.import_module(module), attr)}
+
+
+class _Datasets(MutableMapping[str, DatasetInfo]):
+    """Dataset names → :class:`DatasetInfo`: the built-in ones (their family modules imported
+    on first use), then those a plug-in registered."""
+
+    def __init__(self) -> None:
+        self._infos: dict[str, DatasetInfo] | None = None
+
+    def _all(self) -> dict[str, DatasetInfo]:
+        if self._infos is None:
+            infos: dict[str, DatasetInfo] = {}
+            for path in dict.fromkeys(BUILTIN.values()):
+                infos.update(declared_by(path))
+            missing = [name for name in BUILTIN if name not in infos]
+            if missing:
+                raise RuntimeError(f"datasets {missing} of registry.BUILTIN are declared nowhere")
+            self._infos = {name: infos[name] for name in BUILTIN}
+        load_plugins()
+        return self._infos
+
+    def __getitem__(self, name: str) -> DatasetInfo:
+        return self._all()[name]
+
+    def __setitem__(self, name: str, info: DatasetInfo) -> None:
+        self._all()[name] = info
+
+    def __delitem__(self, name: str) -> None:
+        del self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+DATASETS: MutableMapping[str, DatasetInfo] = _Datasets()
+
+
+def register_dataset(info: DatasetInfo) -> DatasetInfo:
+    """Make a plug-in's dataset known under ``info.name`` (a built-in name is refused)."""
+    if info.name in BUILTIN:
+        raise ValueError(f"dataset {info.name!r} is built in ({BUILTIN[info.name]})")
+    DATASETS[info.name] = info
+    return info
 
 
 def _known() -> str:

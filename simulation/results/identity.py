@@ -19,7 +19,7 @@ import fnmatch
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 #: Keys that are no configuration key but may sit in a stored configuration and do not change
@@ -36,20 +36,16 @@ def non_result_keys() -> tuple[str, ...]:
     return (*config.non_result_keys(), *EXTRA_NON_RESULT_KEYS)
 
 
-#: Result keys added to the configuration after stores were in use, with the default they
-#: were added with: at that default they are left out of the hash, so a run recorded before
-#: the key existed keeps its identity (and a sweep does not redo it).
-ADDED_KEY_DEFAULTS: dict[str, Any] = {
+#: Run keys and protocol parameters added to the configuration after stores were in use, with
+#: the default they were added with: at that default they are left out of the hash, so a run
+#: recorded before the key existed keeps its identity (and a sweep does not redo it). A knob
+#: declared with ``Param(..., added_with=value)`` (a metric's setting, a protocol's parameter)
+#: joins this table from its declaration: :data:`ADDED_KEY_DEFAULTS` reads both.
+_ADDED_RUN_KEYS: dict[str, Any] = {
     "center_features": False,
     "metrics": "accuracy",
-    "graph_exact_limit": 5000,
-    "graph_sample_sources": 500,
     "sgd_sensitivity": "faithful",
     "column_rows_cap": 4,
-    "collection_motif_limit": 300_000,
-    "gin_epochs": 10,
-    "gin_hidden": 64,
-    "gin_layers": 5,
     # Simulated nodes counted per bit before they could count per vector.
     "node_unit": "per-bit",
     # Central runs before the key existed were calibrated by the paper's convention.
@@ -59,6 +55,42 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     # Sybil screening of HoGS's reports (protocols/ldp/consistency.py): off before it existed.
     "consistency_alpha": 0.0,
 }
+
+
+class _AddedKeys(Mapping[str, Any]):
+    """The added-later keys: :data:`_ADDED_RUN_KEYS` and every declaration's ``added_with``
+    (read when first used, so importing this module loads no protocol or metric)."""
+
+    _cache: tuple[Any, dict[str, Any]] = (None, {})
+
+    def _all(self) -> dict[str, Any]:
+        from .. import config
+
+        derived = config.derived_keys()  # the same object until a component registers
+        if self._cache[0] is derived:
+            return self._cache[1]
+        declared = {
+            name: d.param.added_with
+            for name, d in derived.items()
+            if d.param.added_with is not None
+        }
+        clash = {k for k in declared if k in _ADDED_RUN_KEYS}
+        if clash:
+            raise ValueError(f"added-later keys declared twice: {sorted(clash)}")
+        self._cache = (derived, {**_ADDED_RUN_KEYS, **declared})
+        return self._cache[1]
+
+    def __getitem__(self, name: str) -> Any:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+ADDED_KEY_DEFAULTS: Mapping[str, Any] = _AddedKeys()
 #: Run-configuration defaults that changed after stores were in use: key -> former default.
 #: A stored run keeps its identity because its configuration is stored whole (a key missing
 #: from a stored configuration is one added later: :data:`ADDED_KEY_DEFAULTS`); an experiment
@@ -76,30 +108,23 @@ def canonical_config(config: Any) -> dict[str, Any]:
     :data:`ADDED_KEY_DEFAULTS`: a configuration without it was recorded before the key existed,
     so it takes the value the key was added with (not today's default, which may differ).
     Accepts a RunConfig or a mapping (keys such as ``feature-share`` are accepted too)."""
-    from ..config import RunConfig
+    from .. import config as schema
 
     if hasattr(config, "to_dict"):
         config = config.to_dict()
-    out = {**RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
+    out = {**schema.RunConfig().to_dict(), **ADDED_KEY_DEFAULTS}
     out.update({str(k).replace("-", "_"): v for k, v in dict(config).items()})
-    if out.get("delta") == 0.0:  # 0 stands for the protocol's own δ (RunConfig.validate)
+    standing_in = {k: v for k, v in schema.per_protocol_keys().items() if out.get(k) == v}
+    if standing_in:  # δ's 0 and the convention's "": the protocol's own (RunConfig.validate)
         from ldpgraph.protocols import registry
 
         try:
             declared = {p.name: p for p in registry.protocol_info(str(out["protocol"])).params}
         except registry.UnknownProtocolError:
             declared = {}
-        if "delta" in declared:
-            out["delta"] = declared["delta"].default
-    if out.get("epsilon_convention") == "":  # "" stands for the protocol's own convention
-        from ldpgraph.protocols import registry
-
-        try:
-            declared = {p.name: p for p in registry.protocol_info(str(out["protocol"])).params}
-        except registry.UnknownProtocolError:
-            declared = {}
-        if "epsilon_convention" in declared:
-            out["epsilon_convention"] = declared["epsilon_convention"].default
+        for name in standing_in:
+            if name in declared:
+                out[name] = declared[name].default
     return out
 
 
@@ -164,6 +189,7 @@ def config_hash(
     hash."""
     patterns = (*non_result_keys(), "seed") if exclude is None else tuple(exclude)
     cfg = canonical_config(config)
+    added = dict(ADDED_KEY_DEFAULTS)
     others = other_protocols_keys(cfg) if version >= 2 else set()
     if not _is_central(cfg.get("protocol")):
         # Only a central release's noise depends on it; every other run is the same either way.
@@ -172,7 +198,7 @@ def config_hash(
         k: _canon(v)
         for k, v in cfg.items()
         if not any(fnmatch.fnmatchcase(k, p) for p in patterns)
-        and not (k in ADDED_KEY_DEFAULTS and v == ADDED_KEY_DEFAULTS[k])
+        and not (k in added and v == added[k])
         and k not in others
     }
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

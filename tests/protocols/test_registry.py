@@ -25,27 +25,19 @@ from ldpgraph.protocols.registry import (
     protocol_names,
 )
 from ldpgraph.simulation import cli
-from ldpgraph.simulation.config import ConfigError, RunConfig
+from ldpgraph.simulation.config import ConfigError, RunConfig, key_names
 
 from ..support.toy_central import ToyDegreeGraph, registered
 
 SMALL = "synthetic:n=120,classes=3,d=16,avg_degree=5,seed=1"
 
 #: What the hand-kept lists held before the registry (protocols/registry.py, simulation/sweep.py
-#: and simulation/report.py at ce3d72a).
+#: and simulation/report.py at ce3d72a): history the derived sets must still agree with. New
+#: protocols need no line here: the contract tests below run over the registry.
 OLD_PROTOCOLS = {
     "hogs", "hogs-edge", "none", "features-only", "rr", "rr-edge", "blink-hard", "blink-soft",
     "blink-hybrid", "fp-blink", "blink-fr", "ldpgen", "fp-ldpgen", "hogs-kprop", "solitude",
 }  # fmt: skip
-#: LDP protocols registered since (protocols/ldp/).
-LATER_LDP_PROTOCOLS = {"hogs-arr"}
-#: The central-DP strategies registered since (protocols/central/).
-CENTRAL_PROTOCOLS = {
-    "dpar-em0", "dpar-em1", "dpar-gm", "dpar-nodp", "dpar-features", "privdpr", "dpr-nodp",
-    "dpggan", "dpgvae",
-}  # fmt: skip
-#: PPGSL's comparison (protocols/central/baselines.py, ppgsl.py).
-CENTRAL_PROTOCOLS |= {"edge-delete", "edge-add", "edge-random", "edgerand", "lapgraph", "ppgsl"}
 OLD_PUBLIC_FEATURES = {"hogs-edge", "rr-edge", "blink-hard", "blink-soft", "blink-hybrid", "ldpgen"}
 OLD_SERVER_KEYS = {"tau", "steps"}
 OLD_LABELS = {
@@ -54,9 +46,13 @@ OLD_LABELS = {
     "fp-ldpgen": "FP-LDPGen", "solitude": "Solitude", "rr": "RR", "blink-fr": "BLink + FR",
     "hogs-kprop": "TR + KProp", "none": "non-private", "features-only": "MLP floor",
 }  # fmt: skip
+#: The built-in LDP protocols (node-side code), read from the registry's table.
+LDP_PROTOCOLS = sorted(
+    name for name, path in registry.BUILTIN.items() if path.startswith("ldpgraph.protocols.ldp.")
+)
 
 
-@pytest.mark.parametrize("name", sorted(OLD_PROTOCOLS | LATER_LDP_PROTOCOLS))
+@pytest.mark.parametrize("name", LDP_PROTOCOLS)
 def test_every_protocol_builds_from_its_defaults_and_round_trips(name):
     proto = make_protocol(name)
     assert proto.name == name
@@ -66,15 +62,36 @@ def test_every_protocol_builds_from_its_defaults_and_round_trips(name):
     assert again.round_epsilon(0) == proto.round_epsilon(0)
 
 
-def test_the_registry_finds_exactly_what_the_modules_register():
-    """The names read from the sources are the ones their modules register, with the class
-    at the path the registry would import."""
-    paths = registry.builtin_paths()
-    assert set(paths) == OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
-    for name, path in paths.items():
+def test_the_table_is_exactly_what_the_modules_register():
+    """registry.BUILTIN against the modules: every module of the protocol packages imported,
+    the protocols they register (by decorator, whatever the decorator is called there) equal
+    the table, class paths included; a mismatch names the table line to fix."""
+    import importlib
+    import pkgutil
+
+    from ldpgraph.protocols.catalog import table_mismatches
+
+    for package in registry.PACKAGES:
+        pkg = importlib.import_module(package)
+        for mod in pkgutil.walk_packages(pkg.__path__, package + "."):
+            importlib.import_module(mod.name)
+    registered = {
+        name: registry._path(info.target)
+        for name, info in registry._INFOS.items()
+        if not info.runtime
+    }
+    assert table_mismatches(registry.BUILTIN, registered) == []
+    for name, path in registry.BUILTIN.items():
         info = protocol_info(name)
         assert f"{info.resolve().__module__}:{info.resolve().__qualname__}" == path
         assert info.summary and info.label and not info.runtime
+    assert set(OLD_PROTOCOLS) <= set(registry.BUILTIN)
+
+
+def test_a_table_line_whose_module_registers_nothing_fails_loudly(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN, "ghost", "ldpgraph.protocols.ldp.rr:RRProtocol")
+    with pytest.raises(RuntimeError, match="does not register protocol 'ghost'"):
+        protocol_info("ghost")
 
 
 def test_unknown_parameter_names_protocol_key_accepted_keys_and_close_match():
@@ -124,22 +141,27 @@ def test_derived_sets_equal_the_former_hand_lists():
     from ldpgraph.simulation.results.report import method_label
     from ldpgraph.simulation.sweep.run import SERVER_KEYS
 
-    assert set(protocol_names()) == OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
-    assert registry.public_feature_protocols() == OLD_PUBLIC_FEATURES
+    assert set(protocol_names()) == set(registry.BUILTIN)
+    assert registry.public_feature_protocols() & OLD_PROTOCOLS == OLD_PUBLIC_FEATURES
     assert {name: method_label(name) for name in OLD_LABELS} == OLD_LABELS
     # Deliberate: every parameter the server alone applies is now a server key, so a sweep
     # reuses one collection for rr's combine, Blink's min_weight, KProp's K, Solitude's lx/ly
     # and LDPGen's generator too (test_server_side_parameters_do_not_change_reports).
     # HoGS's Sybil screening (consistency_alpha) is server-side too: it filters the reports.
     added = {"combine", "min_weight", "kprop_k", "lx", "ly", "generator", "consistency_alpha"}
-    assert set(SERVER_KEYS) == OLD_SERVER_KEYS | added
+    assert set(SERVER_KEYS) >= OLD_SERVER_KEYS | added
+    server_side = {n for n, (p, _) in registry.parameters().items() if p.server_side}
+    assert set(SERVER_KEYS) == server_side & set(key_names())
 
 
 def test_run_config_has_one_field_per_parameter_at_its_declared_default():
-    """The CLI flags stay: every declared parameter is a RunConfig field with the declared
-    default, except the library-only ones (no flag, they keep their default in runs)."""
+    """The CLI flags stay: every declared parameter is a configuration key (derived from the
+    declaration, no field of its own) with the declared default, except the library-only ones
+    (no flag, they keep their default in runs)."""
     defaults = RunConfig()
-    keys = {f.name for f in fields(RunConfig)}
+    keys = set(key_names())
+    own_fields = {f.name for f in fields(RunConfig)} - {"protocol"}
+    assert not own_fields & set(registry.parameters())
     library_only = set()
     for name, (param, _users) in registry.parameters().items():
         if name == "delta":  # per protocol: 0 in the configuration stands for its own default
@@ -214,7 +236,7 @@ def test_server_side_parameters_do_not_change_reports():
 
     graph = load_dataset(SMALL)
     checked = 0
-    for name in sorted((OLD_PROTOCOLS | LATER_LDP_PROTOCOLS) - {"none"}):
+    for name in sorted(set(LDP_PROTOCOLS) - {"none"}):
         info = protocol_info(name)
         base = make_protocol(name, epsilon=3.0)
         reports = _round0(base, graph)
@@ -311,8 +333,7 @@ def test_ldpgraph_run_and_protocols_with_a_runtime_protocol(toys, capsys):
     assert result["privacy"]["unit"] == "edge" and result["privacy"]["epsilon"] == 4.0
     assert cli.main(["protocols", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
-    everything = OLD_PROTOCOLS | LATER_LDP_PROTOCOLS | CENTRAL_PROTOCOLS
-    assert set(listed) == everything | {"toy-degree", "toy-majority"}
+    assert set(listed) == set(registry.BUILTIN) | {"toy-degree", "toy-majority"}
     assert listed["toy-majority"]["privacy_model"] == "central"
     assert listed["hogs"]["privacy_model"] == "ldp" and listed["none"]["privacy_model"] == "none"
     assert cli.main(["protocols"]) == 0
@@ -326,7 +347,7 @@ def test_run_help_lists_the_protocols_and_their_parameters(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     text = capsys.readouterr().out
-    for name in OLD_PROTOCOLS | LATER_LDP_PROTOCOLS:
+    for name in LDP_PROTOCOLS:
         assert f"{name}: {protocol_info(name).summary}" in text
     # feature-share's help: its declaration, its range and the protocols that use it
     assert "(0, 1); used by fp-blink, blink-fr, features-only, hogs, hogs-arr, hogs-kprop" in text

@@ -122,3 +122,23 @@ def test_a_metric_that_does_not_fit_the_kind_is_skipped(small):
     collection = Release.of_graphs([one, one], _privacy())
     out = evaluation.evaluate(["accuracy"], EvaluationContext(graph, split, collection, None, 0))
     assert out == {"skipped_metrics": {"accuracy": "does not score a graphs release"}}
+
+
+def test_the_metric_table_is_exactly_what_the_modules_register():
+    """base.BUILTIN against the package: every module imported, the metrics they register
+    equal the table (class paths included), in the table's order; a mismatch names the line."""
+    import importlib
+    import pkgutil
+
+    from ldpgraph.protocols.catalog import path_of, table_mismatches
+    from ldpgraph.server.evaluation import base
+
+    for mod in pkgutil.iter_modules(evaluation.__path__, evaluation.__name__ + "."):
+        importlib.import_module(mod.name)
+    registered = {
+        name: path_of(cls)
+        for name, cls in METRICS.items()
+        if cls.__module__.startswith(evaluation.__name__ + ".")
+    }
+    assert table_mismatches(base.BUILTIN, registered) == []
+    assert evaluation.metric_names()[: len(base.BUILTIN)] == tuple(base.BUILTIN)

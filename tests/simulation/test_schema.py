@@ -3,7 +3,10 @@ keys wherever configuration is read, and the identity's left-out keys come from 
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import fields
 
@@ -16,8 +19,12 @@ from ldpgraph.simulation.config import (
     SECTIONS,
     ConfigError,
     RunConfig,
+    derived_keys,
     flatten_sections,
+    key_default,
     key_help,
+    key_names,
+    key_param,
     keys_in,
     non_result_keys,
     section_of,
@@ -37,12 +44,12 @@ FORMER_NON_RESULT_KEYS = {
 
 def test_every_key_has_a_section_and_help():
     params = set(registry.parameters()) | {"protocol"}
-    for f in fields(RunConfig):
-        assert f.metadata["section"] in SECTIONS, f.name
-        if f.name in params:
-            assert section_of(f.name) == "protocol", f.name
+    for name in key_names():
+        assert section_of(name) in SECTIONS, name
+        if name in params:
+            assert section_of(name) == "protocol", name
         else:
-            assert key_help(f.name), f"{f.name} has no help"
+            assert key_help(name), f"{name} has no help"
     # every protocol parameter that is a run key lives in the protocol section
     assert set(keys_in("protocol")) <= params
     # the train section is what the trainer takes (no field copied by hand)
@@ -122,14 +129,14 @@ def test_run_help_shows_one_group_per_section(capsys):
     assert sorted(at.values()) == list(at.values()), "sections out of order"
     starts = sorted(at.values())
     shown = {"protocol", "epsilon", *registry.protocol_info(RunConfig().protocol).param_names}
-    for f in fields(RunConfig):
-        if section_of(f.name) == "protocol" and f.name not in shown:
+    for name in key_names():
+        if section_of(name) == "protocol" and name not in shown:
             continue  # another protocol's parameter: `run --protocol X --help` shows X's
-        flag = "--" + f.name.replace("_", "-")
+        flag = "--" + name.replace("_", "-")
         pos = re.search(rf"^  {flag}(?=[ \n])", out, re.MULTILINE).start()
-        title = SECTIONS[section_of(f.name)]
+        title = SECTIONS[section_of(name)]
         later = [s for s in starts if s > at[title]]
-        assert at[title] < pos < (later[0] if later else len(out)), f.name
+        assert at[title] < pos < (later[0] if later else len(out)), name
 
 
 def _experiment(fixed: str, grid: str):
@@ -158,3 +165,88 @@ def test_experiment_files_take_section_tables():
     assert nested.entries[1].fixed == {"hidden": 8}
     with pytest.raises(ExperimentError, match="x.toml: fixed: .*belongs in section 'protocol'"):
         _experiment("[fixed.train]\ntau = 0.5", "[grid.g]\nlr = [0.1]")
+
+
+def test_importing_the_configuration_loads_no_protocol_and_no_accountant():
+    """The schema derives the protocols' keys from the registry when first asked, never at
+    import: ``import ldpgraph.simulation.config`` stays cheap (no protocol module, no
+    dp-accounting)."""
+    code = (
+        "import json, sys; import ldpgraph.simulation.config; print(json.dumps(sorted("
+        "m for m in sys.modules if m.startswith(('ldpgraph.protocols.ldp', "
+        "'ldpgraph.protocols.central', 'dp_accounting')))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_protocol_parameters_and_metric_settings_are_derived_keys():
+    """Every run-key parameter a protocol declares and every metric setting is a key, with
+    its declaration's default, and with nothing declared in the configuration itself; a key
+    several protocols declare with different defaults defaults to its type's empty value,
+    which stands for the chosen protocol's own."""
+    from ldpgraph.server.evaluation import metric_settings
+
+    derived = derived_keys()
+    for info in registry.all_protocols():
+        for p in info.params:
+            if not p.run_key or p.name in {"kprop_norm", "kprop_isolated", "variant"}:
+                assert p.name not in key_names()
+                continue
+            assert section_of(p.name) == "protocol"
+            if not derived[p.name].per_protocol:
+                assert key_default(p.name) == p.default, p.name
+            else:
+                assert key_default(p.name) == p.type(), p.name
+    for name, p in metric_settings().items():
+        assert section_of(name) == "metrics" and key_param(name) == p
+    assert {n for n, d in derived.items() if d.per_protocol} == {"delta", "epsilon_convention"}
+    own = {f.name for f in fields(RunConfig)}
+    assert not own & set(derived), "a derived key is declared again as a field"
+    cfg = RunConfig(tau=0.7, gin_layers=3)
+    assert cfg.tau == 0.7 and cfg.gin_layers == 3 and cfg.steps == key_default("steps")
+    cfg.tau = 0.6
+    assert cfg.to_dict()["tau"] == 0.6 and list(cfg.to_dict()) == list(key_names())
+    with pytest.raises(TypeError, match="did you mean 'tau'"):
+        RunConfig(tua=0.5)
+
+
+def test_the_flower_table_is_generated_from_the_declarations(tmp_path):
+    """pyproject.toml's [tool.flwr.app.config] is what flwr_table renders (a new parameter
+    shows up as a stale table here, fixed by ``--write``), and --write rewrites only it."""
+    from pathlib import Path
+
+    from ldpgraph.simulation import flwr_table
+
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    assert flwr_table.main(["--check", "--pyproject", str(pyproject)]) == 0
+    pytest.importorskip("flwr")
+    from ldpgraph.simulation.flower_app import APP_ONLY_KEYS
+
+    assert tuple(flwr_table.APP_ONLY) == APP_ONLY_KEYS
+    stale = tmp_path / "pyproject.toml"
+    stale.write_text('[a]\nx = 1\n\n[tool.flwr.app.config]\nprotocol = "rr"\n\n[b]\ny = 2\n')
+    assert flwr_table.main(["--check", "--pyproject", str(stale)]) == 1
+    assert flwr_table.main(["--write", "--pyproject", str(stale)]) == 0
+    table = tomllib.loads(stale.read_text())
+    assert table["a"] == {"x": 1} and table["b"] == {"y": 2}
+    assert table["tool"]["flwr"]["app"]["config"]["protocol"] == RunConfig().protocol
+    assert flwr_table.main(["--check", "--pyproject", str(stale)]) == 0
+
+
+def test_a_runtime_protocol_adds_its_keys_but_moves_no_built_in_default():
+    from ldpgraph.protocols.base import EPSILON
+    from ldpgraph.protocols.params import Param
+
+    extra = Param("toy_knob", int, 3, "toy: a new knob", low=0)
+    registry.register(
+        "toy-knobs",
+        "ldpgraph.protocols.ldp.rr:RRProtocol",
+        params=(EPSILON.but(default=2.0), extra),
+    )
+    try:
+        assert key_default("epsilon") == EPSILON.default and key_default("toy_knob") == 3
+        assert section_of("toy_knob") == "protocol" and RunConfig(toy_knob=5).toy_knob == 5
+    finally:
+        registry.unregister("toy-knobs")
+    assert "toy_knob" not in key_names()

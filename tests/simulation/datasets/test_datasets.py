@@ -383,3 +383,22 @@ def test_spec_and_kwargs_clash() -> None:
         load_dataset("synthetic:n=100", n=200)
     with pytest.raises(DatasetError, match="not a valid int"):
         load_dataset("synthetic", n=True)
+
+
+def test_the_dataset_table_is_exactly_what_the_family_modules_declare():
+    """registry.BUILTIN against the package: every module with ``ENTRIES`` imported, the
+    datasets they declare equal the table; a mismatch names the line to fix."""
+    import importlib
+    import pkgutil
+
+    from ldpgraph.protocols.catalog import table_mismatches
+    from ldpgraph.simulation import datasets
+    from ldpgraph.simulation.datasets import registry
+
+    declared = {}
+    for mod in pkgutil.iter_modules(datasets.__path__, datasets.__name__ + "."):
+        entries = getattr(importlib.import_module(mod.name), "ENTRIES", None)
+        if entries is not None:
+            declared.update({info.name: f"{mod.name}:ENTRIES" for info in entries})
+    assert table_mismatches(registry.BUILTIN, declared) == []
+    assert list(DATASETS)[: len(registry.BUILTIN)] == list(registry.BUILTIN)

@@ -1,0 +1,87 @@
+"""The ``[tool.flwr.app.config]`` table of ``pyproject.toml``, generated from the declarations.
+
+Flower refuses a ``--run-config`` override whose key is not in that table, so the table must
+list every configuration key with its default: it is derived here from the schema
+(:func:`~ldpgraph.simulation.schema.key_names`, :meth:`RunConfig.to_flwr`), never written by
+hand. After adding a protocol parameter or a metric setting run::
+
+    python -m ldpgraph.simulation.flwr_table --write     # rewrite the table in pyproject.toml
+    python -m ldpgraph.simulation.flwr_table --check     # exit 1 when it is out of date
+
+(tests/simulation/test_schema.py runs the check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HEADER = "[tool.flwr.app.config]"
+#: Keys of the table that are no configuration key: the ServerApp's own
+#: (:data:`ldpgraph.simulation.flower_app.APP_ONLY_KEYS`), with their defaults.
+APP_ONLY: dict[str, Any] = {"result-path": ""}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    raise TypeError(f"no TOML literal for {value!r}")
+
+
+def render() -> str:
+    """The table: its header, a line saying where it comes from, then one ``key = default``
+    line per configuration key (schema order) and the app-only keys."""
+    from .config import RunConfig
+
+    lines = [
+        HEADER,
+        "# Generated from the declarations: python -m ldpgraph.simulation.flwr_table --write",
+    ]
+    for name, value in {**RunConfig().to_flwr(), **APP_ONLY}.items():
+        lines.append(f"{name} = {_toml(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def replace_table(text: str, table: str) -> str:
+    """``text`` (a pyproject.toml) with its ``[tool.flwr.app.config]`` table replaced by
+    ``table`` (appended when there is none)."""
+    start = text.find("\n" + HEADER + "\n")
+    if start < 0:
+        return text.rstrip("\n") + "\n\n" + table
+    start += 1
+    end = text.find("\n[", start + len(HEADER))
+    rest = "" if end < 0 else "\n" + text[end + 1 :]
+    return text[:start] + table + rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ldpgraph.simulation.flwr_table")
+    parser.add_argument("--pyproject", type=Path, default=Path("pyproject.toml"))
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the table in place")
+    mode.add_argument("--check", action="store_true", help="exit 1 when it is out of date")
+    args = parser.parse_args(argv)
+    if not (args.write or args.check):
+        print(render(), end="")
+        return 0
+    text = args.pyproject.read_text()
+    new = replace_table(text, render())
+    if args.check:
+        if new != text:
+            print(f"{args.pyproject}: {HEADER} is out of date; run with --write", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        args.pyproject.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
