@@ -20,14 +20,12 @@ from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
 from .config import RunConfig
+from .flwr_table import APP_ONLY, RESULT_PATH
 
 log = logging.getLogger("ldpgraph.simulation")
 
-#: Where the ServerApp writes the result record (a run-config key of the app only).
-RESULT_PATH = "result-path"
-#: Run-config keys of the Flower app that are not part of RunConfig, with their defaults.
-APP_ONLY_DEFAULTS: dict[str, str] = {RESULT_PATH: ""}
-APP_ONLY_KEYS = tuple(APP_ONLY_DEFAULTS)
+#: Run-config keys of the Flower app that are not part of RunConfig (declared in flwr_table).
+APP_ONLY_KEYS = tuple(APP_ONLY)
 #: Marks the pipeline's stage lines in the run's log (``ldpgraph run`` shows them as progress).
 STAGE_MARK = "ldpgraph stage:"
 

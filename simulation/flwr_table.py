@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 HEADER = "[tool.flwr.app.config]"
-#: Keys of the table that are no configuration key: the ServerApp's own
-#: (:data:`ldpgraph.simulation.flower_app.APP_ONLY_KEYS`), with their defaults.
-APP_ONLY: dict[str, Any] = {"result-path": ""}
+#: Where the ServerApp writes the result record (a run-config key of the app only).
+RESULT_PATH = "result-path"
+#: Keys of the table that are no configuration key: the ServerApp's own, with their defaults
+#: (declared here once: the ServerApp, ``flwr run``'s generated app and pyproject read them).
+APP_ONLY: dict[str, Any] = {RESULT_PATH: ""}
 
 
 def _toml(value: Any) -> str:
@@ -35,16 +37,21 @@ def _toml(value: Any) -> str:
     raise TypeError(f"no TOML literal for {value!r}")
 
 
+def table() -> dict[str, Any]:
+    """Every key of the table with its default (hyphenated), in schema order."""
+    from .config import RunConfig
+
+    return {**RunConfig().to_flwr(), **APP_ONLY}
+
+
 def render() -> str:
     """The table: its header, a line saying where it comes from, then one ``key = default``
     line per configuration key (schema order) and the app-only keys."""
-    from .config import RunConfig
-
     lines = [
         HEADER,
         "# Generated from the declarations: python -m ldpgraph.simulation.flwr_table --write",
     ]
-    for name, value in {**RunConfig().to_flwr(), **APP_ONLY}.items():
+    for name, value in table().items():
         lines.append(f"{name} = {_toml(value)}")
     return "\n".join(lines) + "\n"
 

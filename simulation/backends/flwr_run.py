@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..config import RunConfig, key_default, key_names
+from ..config import RunConfig
 
 #: The federation of the generated FLWR_HOME: Flower's lazily started local SuperLink.
 FEDERATION = "local"
@@ -51,10 +51,9 @@ Stage = Callable[[str], None]
 def app_config_table() -> dict[str, Any]:
     """``[tool.flwr.app.config]``: every run-configuration key's default (hyphenated) and the
     app's own keys, from the installed package's declarations (never a repository file)."""
-    from ..flower_app import APP_ONLY_DEFAULTS
+    from ..flwr_table import table
 
-    table = {name.replace("_", "-"): key_default(name) for name in key_names()}
-    return {**table, **APP_ONLY_DEFAULTS}
+    return table()
 
 
 def write_app(directory: Path) -> Path:
@@ -153,7 +152,7 @@ def flwr_command(config: RunConfig, root: Path, supernodes: int, address: str = 
     on a cluster (``address``) no CPU count for ``ray.init`` (Ray refuses one there)."""
     import tomli_w
 
-    from ..flower_app import RESULT_PATH
+    from ..flwr_table import RESULT_PATH
 
     values = {**config.to_flwr(), RESULT_PATH: str(root / "result.json")}
     (root / "run-config.toml").write_text(tomli_w.dumps(values))
