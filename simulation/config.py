@@ -24,7 +24,6 @@ from ldpgraph.server.choices import MODELS, SELECTIONS
 
 from .config_checks import check_extras, check_run, check_training
 from .schema import (
-    LIBRARY_ONLY,
     SECTIONS,
     ConfigError,
     Derived,
@@ -46,7 +45,7 @@ from .splits import SPLIT_MODES
 
 __all__ = [  # the schema's functions are imported from here by the CLI and sweeps
     "AUTO_SUPERNODES", "BACKENDS", "MODELS", "NO_METRICS", "SELECTIONS", "SPLIT_MODES",
-    "LIBRARY_ONLY", "SECTIONS", "ConfigError", "Derived", "RunConfig", "derived_keys",
+    "SECTIONS", "ConfigError", "Derived", "RunConfig", "derived_keys",
     "flatten_sections", "key", "key_choices", "key_default", "key_help", "key_names",
     "key_param", "keys_in", "non_result_keys", "per_protocol_keys", "section_of",
 ]  # fmt: skip

@@ -58,12 +58,6 @@ def key(
     return field(default=default, metadata=meta)
 
 
-#: Protocol parameters that are no run key (library use only: hogs-kprop's operator and
-#: isolated-node rule, Blink's variant, which its registered names fix). Transitional: a
-#: protocol marks such a parameter ``run_key=False`` in its own declaration.
-LIBRARY_ONLY = frozenset({"kprop_norm", "kprop_isolated", "variant"})
-
-
 @dataclass(frozen=True)
 class Derived:
     """A key derived from a declaration elsewhere: a protocol parameter (section
@@ -95,7 +89,7 @@ def derived_keys() -> dict[str, Derived]:
     builtin: dict[str, list[Param]] = {}
     for info in registry.all_protocols():
         for param in info.params:
-            if param.run_key and param.name not in LIBRARY_ONLY:
+            if param.run_key:
                 seen.setdefault(param.name, []).append(param)
                 if not info.runtime:
                     builtin.setdefault(param.name, []).append(param)

@@ -100,6 +100,7 @@ VARIANT = Param(
     "how the posterior becomes edges: hard (P > 0.5), soft (weighted by P), hybrid",
     choices=VARIANTS,
     server_side=True,
+    run_key=False,  # the registered names (blink-hard, blink-soft, blink-hybrid) fix it
 )
 SHARE1 = Param(
     "share1",

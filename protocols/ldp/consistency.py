@@ -48,6 +48,7 @@ CONSISTENCY_ALPHA = Param(
     high=1.0,
     high_open=True,
     server_side=True,
+    added_with=0.0,  # runs stored before the screening existed were unscreened
 )
 
 #: At most this many flagged node ids are named in a release's stats (the count is exact).

@@ -41,6 +41,7 @@ KPROP_NORM = Param(
     "KProp's operator: sym (LPGNN's D^-1/2 A D^-1/2) or mean (D^-1 A)",
     choices=NORMS,
     server_side=True,
+    run_key=False,  # library use only: runs keep LPGNN's symmetric operator
 )
 KPROP_ISOLATED = Param(
     "kprop_isolated",
@@ -49,6 +50,7 @@ KPROP_ISOLATED = Param(
     "isolated nodes keep their noisy features (keep) or get zeros (zero, as LPGNN)",
     choices=ISOLATED,
     server_side=True,
+    run_key=False,  # library use only
 )
 
 

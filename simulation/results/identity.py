@@ -52,8 +52,6 @@ _ADDED_RUN_KEYS: dict[str, Any] = {
     "epsilon_convention": "paper",
     # Every run before the key existed drew its central noise from the run seed.
     "seeded": True,
-    # Sybil screening of HoGS's reports (protocols/ldp/consistency.py): off before it existed.
-    "consistency_alpha": 0.0,
 }
 
 
