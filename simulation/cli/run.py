@@ -74,7 +74,7 @@ def _add_config_flags(
     default_protocol = key_default("protocol")
     params = protocol_help()
     chosen = protocol or default_protocol
-    own = set(registry.protocol_info(chosen).param_names) | {"protocol", "epsilon"}
+    declared = registry.protocol_info(chosen).param_names
     if protocol is None or protocol == default_protocol:
         p.epilog = (
             f"Protocol parameters shown: {chosen!r}'s. Another protocol's: ldpgraph run "
@@ -88,8 +88,11 @@ def _add_config_flags(
                 "protocol parameters of the central-DP strategies (node-level (ε, δ); DPAR)"
             )
     central_keys = central_only_parameters()
-    for name in key_names():
-        if section_of(name) == "protocol" and name not in own:
+    # The chosen protocol's parameters in the order its module declares them, then the rest.
+    names = [n for n in ("protocol", "epsilon") if n not in declared] + list(declared)
+    names += [n for n in key_names() if section_of(n) != "protocol"]
+    for name in names:
+        if name not in key_names():  # a declared parameter that is no run key (library use)
             continue
         default = key_default(name)
         extra: dict[str, Any] = {}
