@@ -247,6 +247,19 @@ class RunConfig:
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The protocol validate() built stays in this process (sweep units, Ray tasks and
+        # node processes pickle configurations, not protocols).
+        return {k: v for k, v in self.__dict__.items() if k != "_built"}
+
+    def built_protocol(self) -> Any:
+        """The protocol :meth:`validate` built, while the configuration still names it with the
+        same parameters; else None."""
+        built = self.__dict__.get("_built")
+        if built and built[0] == self.protocol and built[1] == self.protocol_params():
+            return built[2]
+        return None
+
     def __repr__(self) -> str:
         given = {k: v for k, v in self.to_dict().items() if v != key_default(k)}
         return "RunConfig(" + ", ".join(f"{k}={v!r}" for k, v in given.items()) + ")"
@@ -277,10 +290,14 @@ class RunConfig:
             if decl.per_protocol and name in declared and getattr(self, name) == decl.param.default:
                 setattr(self, name, declared[name].default)
         self._check_declared(declared, self.protocol)
+        params = self.protocol_params()
         try:
-            protocol = make_protocol(self.protocol, **self.protocol_params())
+            protocol = make_protocol(self.protocol, **params)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        # The run uses this very protocol (pipeline.build_protocol) while its parameters stay
+        # as checked here: a run builds its protocol once (DPGGAN's build alone takes ~1 s).
+        object.__setattr__(self, "_built", (self.protocol, params, protocol))
         check_training(self)
         check_run(self)
         self._check_declared(

@@ -167,8 +167,11 @@ def public_consent(graph: Any, listed: int = 1000) -> dict[str, Any]:
 def build_protocol(config: RunConfig) -> LdpProtocol:
     """The protocol ``config`` runs, from its parameters: built once per run and passed on to
     every stage that needs it (``protocol=`` of :func:`run`, :func:`release`,
-    :func:`replay_for`)."""
-    return make_protocol(config.protocol, **config.protocol_params())
+    :func:`replay_for`); the one :meth:`RunConfig.validate` built when it checked ``config``."""
+    built = config.built_protocol()
+    return (
+        built if built is not None else make_protocol(config.protocol, **config.protocol_params())
+    )
 
 
 def replay_for(

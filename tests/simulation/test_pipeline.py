@@ -1,6 +1,6 @@
 """A run builds its protocol once and hands that one object to every stage: the configuration's
-validation builds one to check it (a constructor refuses a budget split it cannot serve), the
-run builds one more, and nothing after that builds again (``ldpgraph run`` used to build three:
+validation builds it to check it (a constructor refuses a budget split it cannot serve), the
+run uses that one, and nothing after that builds again (``ldpgraph run`` used to build three:
 validation twice, then the release stage)."""
 
 from __future__ import annotations
@@ -31,9 +31,26 @@ def builds(monkeypatch) -> list[str]:
     return names
 
 
-def test_a_run_validates_then_builds_its_protocol_once(builds):
+def test_a_run_builds_its_protocol_once(builds):
     pipeline.run(RunConfig(**BASE))
-    assert builds == ["rr", "rr"]  # RunConfig.validate's check, then the run's own
+    assert builds == ["rr"]  # RunConfig.validate's, which the run then uses
+
+
+def test_a_changed_configuration_is_rebuilt_not_served_the_old_protocol(builds):
+    config = RunConfig(**BASE).validate()
+    assert pipeline.build_protocol(config) is pipeline.build_protocol(config)
+    config.epsilon = 2.0
+    assert pipeline.build_protocol(config).round_epsilon(0) == pytest.approx(2.0)
+    assert builds == ["rr", "rr"]
+
+
+def test_the_built_protocol_does_not_travel_with_a_pickled_configuration():
+    import pickle
+
+    config = RunConfig(**BASE).validate()
+    assert config.built_protocol() is not None
+    copy = pickle.loads(pickle.dumps(config))
+    assert copy == config and copy.built_protocol() is None
 
 
 def test_a_given_protocol_is_the_one_the_run_uses(builds):
@@ -42,7 +59,7 @@ def test_a_given_protocol_is_the_one_the_run_uses(builds):
     builds.clear()
     protocol = pipeline.build_protocol(config)
     given = pipeline.run(config, protocol=protocol)
-    assert builds == ["rr"]  # the caller's build only: no validation, no rebuild
+    assert builds == []  # validation's protocol, passed on: no rebuild
     assert given["fingerprint"] == own["fingerprint"]
     assert given["accuracy"] == own["accuracy"]
 
@@ -55,12 +72,12 @@ def test_a_release_and_a_replay_use_the_protocol_they_are_given(builds):
     replay = pipeline.replay_for(config, graph, protocol)
     first, _ = pipeline.release(config, graph, replay=replay, protocol=protocol)
     again, _ = pipeline.release(config, graph, replay=replay, protocol=protocol)
-    assert builds == ["rr"]
+    assert builds == []
     assert first.fingerprint() == again.fingerprint()
 
 
-def test_ldpgraph_run_builds_the_protocol_twice_not_three_times(builds, capsys):
+def test_ldpgraph_run_builds_the_protocol_once(builds, capsys):
     argv = ["run", "--quiet", "--dataset", SMALL, "--protocol", "rr", "--epochs", "2"]
     assert cli.main([*argv, "--backend", "local", "--device", "cpu"]) == 0
-    assert builds == ["rr", "rr"]  # the flags' validation, then the run's one protocol
+    assert builds == ["rr"]  # the flags' validation builds the run's one protocol
     assert "rr" in capsys.readouterr().out
