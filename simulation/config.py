@@ -39,6 +39,7 @@ from .schema import (
     keys_in,
     non_result_keys,
     per_protocol_keys,
+    register_own_keys,
     section_of,
 )
 from .splits import SPLIT_MODES
@@ -412,3 +413,4 @@ def _finite_positive(name: str, value: float) -> None:
 
 _OWN_FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "derived"}
 _OWN_DECLS = {name: f.metadata["decl"].but(name=name) for name, f in _OWN_FIELDS.items()}
+register_own_keys(_OWN_FIELDS, _OWN_DECLS)

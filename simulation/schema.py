@@ -250,13 +250,22 @@ def _all_keys() -> set[str]:
     return {*_own_fields(), *derived_keys()}
 
 
-def _own_fields() -> dict[str, Any]:
-    from .config import _OWN_FIELDS
+#: RunConfig's own fields and their declarations, handed over by :mod:`.config` when it is
+#: imported (this module sits below it: config imports schema, never the reverse).
+_OWN: dict[str, dict[str, Any]] = {"fields": {}, "decls": {}}
 
-    return _OWN_FIELDS
+
+def register_own_keys(fields_: dict[str, Any], decls: dict[str, Param]) -> None:
+    """Called once by :mod:`.config`: the run's own keys (data, train, nodes, run sections)."""
+    _OWN["fields"], _OWN["decls"] = fields_, decls
+
+
+def _own_fields() -> dict[str, Any]:
+    if not _OWN["fields"]:
+        raise RuntimeError("import ldpgraph.simulation.config before asking the schema for keys")
+    return _OWN["fields"]
 
 
 def _own_decls() -> dict[str, Param]:
-    from .config import _OWN_DECLS
-
-    return _OWN_DECLS
+    _own_fields()
+    return _OWN["decls"]

@@ -37,7 +37,12 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The ldpgraph modules that ``name`` imports anywhere in its source."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    # Imports under ``if TYPE_CHECKING:`` never run (annotations only): they close no circle.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
