@@ -14,14 +14,6 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def _device(device: str) -> str:
-    if device in ("auto", ""):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def _adjacency(edges: np.ndarray, n: int) -> sp.csr_matrix:
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     edges = edges[edges[:, 0] != edges[:, 1]]

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..graph import canonical_edges
 from ..laplace import DiscreteLaplace
+from ..params import Params
 
 #: Layer sizes [P App. C, R §2.3]: encoder 32 → 16, generator 16 → 16 → 32, discriminator
 #: GCN 32 → 16 and MLP 16 → 32 → 1.
@@ -105,13 +106,13 @@ def init_params(n: int, gen: Any) -> tuple[dict, dict, dict, dict]:
 
 
 def select_edges(
-    probs: np.ndarray, true_m: int, plan: Plan, p: dict[str, Any], rng: np.random.Generator
+    probs: np.ndarray, true_m: int, plan: Plan, p: Params, rng: np.random.Generator
 ) -> np.ndarray:
     """The generated graph's edges (u < v) from the pair probabilities (spec §2.10)."""
     n = probs.shape[0]
     iu, ju = np.triu_indices(n, k=1)
     scores = probs[iu, ju]
-    how = p["dpg_edge_selection"]
+    how = p.dpg_edge_selection
     if how in ("topk_dp", "topk_true"):
         m = true_m
         if how == "topk_dp":

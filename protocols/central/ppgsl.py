@@ -61,9 +61,10 @@ import numpy as np
 
 from ..base import CuratorView
 from ..graph import canonical_edges
-from ..params import Param, ProtocolParameterError
+from ..params import Param, Params, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng, stage_seed
+from ..torch_env import auto_device
 from ..types import PrivacyReport, Release
 from .base import CentralStrategy, UploadedGraph
 from .baselines import pair_keys, sample_free_pairs, uploaded_edges
@@ -153,7 +154,7 @@ class Ppgsl(CentralStrategy):
     def __init__(self, **params: Any) -> None:
         p = {param.name: param.default for param in PARAMS}
         p.update(params)
-        self.p = p
+        self.p = Params(p)
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> Ppgsl:
@@ -178,15 +179,15 @@ class Ppgsl(CentralStrategy):
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
         n = graph.num_nodes
         p = self.p
-        if p["ppgsl_fgp"] and n > FGP_MAX_NODES:
+        if p.ppgsl_fgp and n > FGP_MAX_NODES:
             raise ProtocolParameterError(
                 f"ppgsl: ppgsl_fgp parameterises all n(n-1)/2 pairs; refused for n = {n} > "
                 f"{FGP_MAX_NODES} nodes (use the sparse variant, ppgsl_k)"
             )
         edges0 = uploaded_edges(graph, self.name)
-        public, sensitive = split_sensitive(edges0, p["sensitive_share"], seed)
+        public, sensitive = split_sensitive(edges0, p.sensitive_share, seed)
         x = np.asarray(graph.x)
-        learned = learn(public, sensitive, x, n, p, seed, device=_device(curator.device))
+        learned = learn(public, sensitive, x, n, p, seed, device=auto_device(curator.device))
         draw = stage_rng(seed, f"{STREAM}/bernoulli").random(len(learned.weights))
         out = canonical_edges(learned.pairs[draw < learned.weights], n)
         before = pair_keys(public, n)
@@ -196,7 +197,7 @@ class Ppgsl(CentralStrategy):
             "sensitive_links": len(sensitive),
             "public_edges": len(public),
             "parameterised_pairs": len(learned.pairs),
-            "variant": "fgp" if p["ppgsl_fgp"] else f"sparse k={p['ppgsl_k']}",
+            "variant": "fgp" if p.ppgsl_fgp else f"sparse k={p.ppgsl_k}",
             "released_edges": len(out),
             "kept_edges": kept,
             "deleted_edges": len(public) - kept,
@@ -207,14 +208,6 @@ class Ppgsl(CentralStrategy):
         return Release(
             edges=out, x=x, privacy=self.privacy_report(), stats=stats, protected=sensitive
         )
-
-
-def _device(device: str) -> str:
-    if device in ("auto", "", None):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 def split_sensitive(edges: np.ndarray, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -338,7 +331,7 @@ def learn(
     sensitive: np.ndarray,
     x: np.ndarray,
     n: int,
-    p: dict[str, Any],
+    p: Params,
     seed: int,
     device: str = "cpu",
     num_threads: int | None = 1,
@@ -356,24 +349,22 @@ def learn(
     import torch
     import torch.nn.functional as F
 
-    from ldpgraph.server.training import _cpu_threads
+    from ..torch_env import cpu_threads
 
     dev = torch.device(device)
-    pairs_np, original_np = parameterised_pairs(
-        public, sensitive, n, p["ppgsl_k"], p["ppgsl_fgp"], seed
-    )
-    with _cpu_threads(num_threads if dev.type == "cpu" else None):
+    pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
+    with cpu_threads(num_threads if dev.type == "cpu" else None):
         pairs = torch.as_tensor(pairs_np, device=dev)
         sens = torch.as_tensor(sensitive, device=dev)
         original = torch.as_tensor(original_np, device=dev)
         theta = torch.nn.Parameter(original.clone())
-        opt_theta = torch.optim.Adam([theta], lr=p["ppgsl_lr"])
+        opt_theta = torch.optim.Adam([theta], lr=p.ppgsl_lr)
         prop = Propagation(pairs, n)
         xt = feature_matrix(x, dev)
         gen = torch.Generator().manual_seed(stage_seed(seed, f"{STREAM}/surrogate"))
         neg_rng = stage_rng(seed, f"{STREAM}/negatives")
-        alpha, mu = p["ppgsl_alpha"], p["ppgsl_mu"]
-        summed = p["ppgsl_priv_reduction"] == "sum"
+        alpha, mu = p.ppgsl_alpha, p.ppgsl_mu
+        summed = p.ppgsl_priv_reduction == "sum"
         log: dict[str, Any] = {
             "retrains": 0,
             "attack_loss": [],
@@ -382,17 +373,17 @@ def learn(
             "movable": [],
         }
         model: Surrogate | None = None
-        for step in range(p["ppgsl_epochs"]):
+        for step in range(p.ppgsl_epochs):
             if step % mu == 0:  # SITP: a fresh surrogate, trained on the current A′ (detached)
                 model = Surrogate(xt.shape[1], gen, dev)
-                opt = torch.optim.Adam(model.parameters(), lr=p["ppgsl_attack_lr"])
+                opt = torch.optim.Adam(model.parameters(), lr=p.ppgsl_attack_lr)
                 w_fix = theta.detach().clamp(0.0, 1.0)
                 support = w_fix > 0
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
                 target = torch.cat([w_pos, torch.zeros(len(pos), device=dev)])
                 loss = torch.zeros(())
-                for _ in range(p["ppgsl_attack_epochs"]):
+                for _ in range(p.ppgsl_attack_epochs):
                     neg = torch.as_tensor(
                         sample_free_pairs(n, len(pos), taken, neg_rng), device=dev
                     )
@@ -427,7 +418,7 @@ def learn(
             if project:
                 with torch.no_grad():
                     theta.clamp_(0.0, 1.0)
-            if step % mu == 0 or step == p["ppgsl_epochs"] - 1:
+            if step % mu == 0 or step == p.ppgsl_epochs - 1:
                 log["priv_loss"].append(float(priv.detach()))
                 log["util_loss"].append(float(util.detach()))
         weights = theta.detach().clamp(0.0, 1.0).cpu().numpy().astype(np.float64)

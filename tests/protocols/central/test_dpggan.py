@@ -311,7 +311,7 @@ def test_every_step_is_noised_at_the_decayed_clip_and_generation_ignores_the_gra
     Poisson samples too) with std σ·C·multiplier at the current C, C decayed by γ once per
     ⌈1/q⌉ steps; generation reads neither the graph nor the encoder: with training stubbed
     out, two different graphs of one size and edge count give the same output."""
-    from ldpgraph.protocols.central import dpggan
+    from ldpgraph.protocols.central import dpggan_train as dpggan  # where the reference lives
 
     strategy = make_protocol("dpgvae", epsilon=1.0, dpg_steps=25, dpg_q=0.2, dpg_clip=5.0,
                              dpg_clip_decay=0.5, dpg_sensitivity_multiplier=2.0)  # fmt: skip
@@ -453,7 +453,7 @@ def test_encoder_generation_is_an_ablation_with_infinite_epsilon_that_reads_the_
     """dpg_generation encoder (the official code's evaluation) embeds the real graph: its
     report says ε = ∞, and with training stubbed out two graphs of one size and edge count now
     give different outputs (the prior's generation gives the same, test above)."""
-    from ldpgraph.protocols.central import dpggan
+    from ldpgraph.protocols.central import dpggan_train as dpggan  # where the reference lives
 
     strategy = make_protocol("dpgvae", dpg_generation="encoder", dpg_steps=3, **_no_steps(FAST))
     report = strategy.privacy_report()

@@ -14,7 +14,7 @@ import pytest
 from ldpgraph.protocols.base import RoundResult
 from ldpgraph.protocols.central import ppgsl as pg
 from ldpgraph.protocols.graph import Graph, canonical_edges, edges_to_csr
-from ldpgraph.protocols.params import ProtocolParameterError
+from ldpgraph.protocols.params import Params, ProtocolParameterError
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.types import NodeView
 from ldpgraph.server.evaluation.attack import pair_cosine, structural_scores
@@ -43,7 +43,7 @@ def planted(n: int = 120, blocks: int = 4, p_in: float = 0.5, p_out: float = 0.0
 
 
 def _params(**kw):
-    return {**{p.name: p.default for p in pg.PARAMS}, **FAST, **kw}
+    return Params({**{p.name: p.default for p in pg.PARAMS}, **FAST, **kw})
 
 
 def strongest_attack(edges: np.ndarray, n: int, pos: np.ndarray, neg: np.ndarray) -> float:
