@@ -1,4 +1,4 @@
-"""The cheap graph-publishing baselines of PPGSL's comparison (spec 004 §5.1): the curator
+"""The cheap graph-publishing baselines of PPGSL's comparison: the curator
 perturbs the uploaded graph's edges and releases the result with the features unchanged.
 
 One module for the family: the four share everything but the edge perturbation (the upload,

@@ -52,7 +52,6 @@ without importing torch).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,6 +67,10 @@ from . import dpar_privacy as dp
 from .appr import ApprNoise, column_bound, dp_appr, ista_appr, with_self_loops
 from .base import CentralStrategy, UploadedGraph
 from .dpar_model import (  # noqa: F401  (re-exported: benchmarks)
+    Budgets,
+    DparModel,
+    SgdPlan,
+    Structure,
     _adjacency,
     _assemble,
     _drop_cross,
@@ -94,62 +97,6 @@ from .dpar_params import (
     FEATURES_INFERENCE,
     NODP_WEIGHT_DECAY,
 )
-
-
-@dataclass(frozen=True)
-class Budgets:
-    """Raw budgets on G (before the q′ amplification), split between the two phases."""
-
-    eps_raw: float
-    delta_raw: float
-    eps_pr: float
-    delta_pr: float
-    eps_sgd: float
-    delta_sgd: float
-
-
-@dataclass(frozen=True)
-class Structure:
-    """What :meth:`Dpar.structure` builds before training: the labels, the training mask, who
-    is present, the inductive adjacency, the kept slots (and which hold data), Π, the node of
-    each Π row (local index), the DP-APPR noise and the DP-SGD plan."""
-
-    labels: np.ndarray
-    is_train: np.ndarray
-    present: np.ndarray
-    inductive: sp.csr_matrix
-    kept: np.ndarray
-    here: np.ndarray
-    pi: sp.csr_matrix
-    row_nodes: np.ndarray
-    noise: ApprNoise | None
-    plan: SgdPlan
-
-
-@dataclass(frozen=True)
-class SgdPlan:
-    """DP-SGD as run: Poisson rate ``q`` per row, ``steps``, ``rows`` = D (the most rows one
-    node reaches, its own counted), ``noise`` = the noise std over C, and how it was found."""
-
-    q: float
-    steps: int
-    rows: int
-    noise: float
-    calibration: str
-
-
-class DparModel:
-    """The released predictor: θ (``weights``) and the class of every non-training node from
-    Eq. 4 on the inference graph (non-training nodes that uploaded). A training node's class
-    would be f_θ(x_v), a function of its own raw features: it is not released (``-1``)."""
-
-    def __init__(self, weights: dict[str, np.ndarray], labels: np.ndarray) -> None:
-        self.weights = weights
-        self.labels = np.asarray(labels, dtype=np.int64)
-
-    def predict(self, nodes: np.ndarray) -> np.ndarray:
-        return self.labels[np.asarray(nodes, dtype=np.int64)]
-
 
 #: The registered names and the variant each chooses.
 VARIANTS = {

@@ -21,7 +21,7 @@ DELTA = base.DELTA.but(
 )
 
 PR_SHARE = Param(
-    "pr_share", float, 0.5, "share of ε spent on DP-APPR (the rest on DP-SGD; spec A2)",
+    "pr_share", float, 0.5, "share of ε spent on DP-APPR (the rest on DP-SGD)",
     low=0.0, high=1.0, low_open=True, high_open=True,
 )  # fmt: skip
 DELTA_PR_SHARE = Param(

@@ -7,15 +7,39 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..types import PrivacyReport
 from . import dpar_privacy as dp
 from .appr import ApprNoise
+from .dpar_model import Budgets, SgdPlan
 from .report_parts import OMIT, ReportPart
 
-if TYPE_CHECKING:
-    from .dpar import Budgets, Dpar, SgdPlan
+
+class Dpar(Protocol):
+    """What the report reads of the strategy (:class:`.dpar.Dpar`; named here, not imported,
+    so the strategy's module and this one do not import each other)."""
+
+    name: str
+    p: Any
+
+    @property
+    def proven(self) -> bool: ...
+
+    @property
+    def capped(self) -> bool: ...
+
+    @property
+    def uses_appr(self) -> bool: ...
+
+    @property
+    def amplify(self) -> bool: ...
+
+    def budgets(self) -> Budgets | None: ...
+
+    def appr_noise(self) -> ApprNoise | None: ...
+
+    def sgd_epsilon(self, plan: SgdPlan) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True, kw_only=True)

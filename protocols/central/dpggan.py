@@ -1,28 +1,28 @@
-"""DPGGAN and DPGVAE: link-private graph generation (central DP, edge level; spec
-shared/specs/002-dpggan.md, "Secure Network Release with Link Privacy"). Tags as in the spec:
-[P] paper, [R] the spec's recommendation where the paper is silent, [C] official code.
+"""DPGGAN and DPGVAE: link-private graph generation (central DP, edge level; Yang et al.,
+"Secure Deep Graph Generation with Link Differential Privacy", IJCAI 2021). Tags: [P] paper,
+[R] a recommended reading where the paper is silent, [C] official code.
 
 The curator holds a **collection** (a collection dataset: the union of K graphs with public
 offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, §8 #25]:
 
 * **Encoder** (not released, no noise [P]): a 2-layer GCN on one-hot features, 32 → 16 with
-  the first layer shared by μ and log σ [P App. C; log σ: R], normalised with A + I [R §2.2],
+  the first layer shared by μ and log σ [P App. C; log σ: R], normalised with A + I [R],
   no biases; z = μ + σ ⊙ ε.
-* **Generator f** (the only released module): a 2-layer MLP 16 → 16 (ReLU) → 32 [R §2.3],
+* **Generator f** (the only released module): a 2-layer MLP 16 → 16 (ReLU) → 32 [R],
   edge probability sigmoid(f(z_i)ᵀ f(z_j)).
 * **Discriminator** (DPGGAN only; not released, no noise): g′ a 2-layer GCN 32 → 16 with a
-  sum readout, f′ 16 → 32 (ReLU) → 1, sigmoid [R §2.7]; the fake graph is the soft
+  sum readout, f′ 16 → 32 (ReLU) → 1, sigmoid [R]; the fake graph is the soft
   A′ = sigmoid(FFᵀ) (diagonal 0) of the posterior samples [P Alg. 1].
 * **Losses** [R §2.4, §2.7]: DPGVAE's reconstruction is the summed BCE over the batch's pairs
   i ≠ j; DPGGAN's is ‖g′(A_S) − g′(A′)‖² (g′ held fixed) plus λ2·(−log D(A′)) for f
   (non-saturating); the discriminator minimises λ2·[BCE(D(A_S), 1) + BCE(D(A′), 0)]; the
   encoder L_rec + λ1·KL. All three gradients come from one forward pass and are applied
-  together (spec §2.9).
+  together.
 * **DP-SGD on f only** [P Eq. 5, Alg. 1]: each step a Poisson sample S of the graph's nodes
   (rate q); node i's gradient is the gradient of the batch loss with respect to node i's own
-  copy θ_i of f's parameters (the parameter-copy trick of spec §2.5: F_i = f(z_i; θ_i), so
+  copy θ_i of f's parameters (the parameter-copy trick: F_i = f(z_i; θ_i), so
   Σ_i g_i is exactly ∇_θ L and the cross-row coupling of sigmoid(F_iᵀF_j) is kept; a vmap of
-  a per-row loss would miss it, spec §9.2). Each g_i is clipped to ‖·‖ ≤ C over all of f's
+  a per-row loss would miss it). Each g_i is clipped to ‖·‖ ≤ C over all of f's
   parameters, one Gaussian draw of std σ·C is added to the sum (:mod:`.dpsgd`'s
   ``clip_per_example`` and ``add_noise_flat``), and the total is divided by the expected batch
   q·N; an empty sample still releases its noise. C decays by γ after every epoch of ⌈1/q⌉
@@ -47,7 +47,7 @@ from the accountant: ``dpg_calibration=sigma`` (default) calibrates σ to ε_tra
 steps (≤ ``dpg_steps``) whose ε stays within ε_train. An unreachable ε is a one-line error.
 The graphs are disjoint and one edge lives in one graph, so the collection is (ε, δ) by
 parallel composition. Beside it the report gives the paper's closed form
-ε = 2q·√(T ln(1/δ))/σ (App. B), which is not a bound at small ε (spec §3.5), and the spec's
+ε = 2q·√(T ln(1/δ))/σ (App. B), which is not a bound at small ε, and a
 caveat: the per-node clipped sum has sensitivity C only under the paper's "one edge, one
 record" argument; an edge enters two rows of the BCE and, through the 2-hop GCN encoder and the
 sum-pooled discriminator, many nodes' gradients (a rigorous bound would be up to 2·B·C), and
@@ -86,7 +86,7 @@ from .dpggan_model import (  # noqa: F401  (re-exported: the model's old home)
     soft_adjacency,
 )
 from .dpggan_params import *  # noqa: F403  (every Param re-exported: config)
-from .dpggan_params import _PARAMS, NO_PROOF, NO_PROVEN_CONVENTION
+from .dpggan_params import _PARAMS, NO_PROVEN_CONVENTION
 from .dpggan_train import (  # noqa: F401  (re-exported: the reference's old home)
     _disc_features,
     _disc_logit,
@@ -195,116 +195,11 @@ class DpgGan(CentralStrategy):
         )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        p = self.p
-        plan = self.plan()
-        acc = p.accountant.upper()
-        selection = p.dpg_edge_selection
-        leaks = selection == "topk_true"
-        through_encoder = p.dpg_generation == "encoder"
-        # The paper's claim (its "one edge, one record" sensitivity C, accounted exactly): what
-        # the paper would print, beside the headline, which has no proof (NO_PROOF).
-        claimed = plan.epsilon_train + plan.epsilon_count
-        total = math.inf
-        parts = [
-            {
-                "part": "generator DP-SGD",
-                "unit": "edge",
-                "epsilon": math.inf,
-                "paper_epsilon": plan.epsilon_train,
-                "delta": plan.delta,
-                "mechanism": "Poisson-subsampled Gaussian on the sum of per-node clipped "
-                "generator gradients, accounted as add/remove of one record of sensitivity "
-                "C × sensitivity_multiplier (the paper's one-edge-one-record argument gives C; "
-                "an edge changes, not adds, its endpoints' records: a replaced record is 2C, "
-                "multiplier 2 at least for the paper's claim)",
-                "accountant": f"dp_accounting {acc}",
-                "sigma": plan.sigma,
-                "q": p.dpg_q,
-                "steps_T": plan.steps,
-                "C0": p.dpg_clip,
-                "gamma": p.dpg_clip_decay,
-                "sensitivity_multiplier": p.dpg_sensitivity_multiplier,
-                "calibration": p.dpg_calibration,
-                "epsilon_paper_closed_form": plan.epsilon_paper,
-            }
-        ]
-        if selection == "topk_dp":
-            parts.append(
-                {
-                    "part": "edge count",
-                    "unit": "edge",
-                    "epsilon": plan.epsilon_count,
-                    "delta": 0.0,
-                    "mechanism": "discrete Laplace (two-sided geometric) of parameter ε_M on "
-                    "each graph's edge count (sensitivity 1), sampled exactly; proven, and "
-                    "covers the released count M̃ alone (which M̃ pairs are released is the "
-                    "generator's, ε = ∞)",
-                    "accountant": "exact (pure ε)",
-                }
-            )
-        notes = [
-            f"ε = ∞: {NO_PROOF} (docs/privacy/dpggan.md).",
-            f"paper_epsilon = {claimed:.4g}: the paper's claim, accounted exactly: "
-            f"dp-accounting {acc} of T = {plan.steps} Poisson-subsampled "
-            f"(q = {p.dpg_q:g}) Gaussian steps of noise multiplier σ = {plan.sigma:.4g} "
-            f"(ε_train = {plan.epsilon_train:.4g})"
-            + (f" plus ε_M = {plan.epsilon_count:.4g} for the discrete Laplace edge count" if
-               selection == "topk_dp" else "")
-            + ", under the paper's sensitivity C; per graph, and for the whole collection by "
-            "parallel composition (one edge lives in one graph).",
-            f"the paper's closed form gives ε = {plan.epsilon_paper:.4g}: σ = 2q·√(T ln(1/δ))/ε "
-            "(App. B, Theorem 1 with c0 = 1/2) at the same σ, q, T; not a bound where "
-            "Theorem 1's condition ε < 2 ln(1/(qσ))·q²·T fails (e.g. the paper's ε = 0.1).",
-            "Where the paper's argument breaks: it assumes the sensitivity C of the sum of "
-            "per-node clipped gradients ('adding or removing an edge results in at most 1 "
-            "record difference'). An edge enters the BCE rows of both endpoints and, through "
-            "the 2-hop GCN encoder and the sum-pooled discriminator, every record of its batch "
-            "(a bound for one step would be 2·B·C), and the encoder and discriminator are "
-            "trained on the raw graph without noise, so the edge changes every later step's "
-            "records too, sampled or not: no per-step bound composes. paper_epsilon is the "
-            "paper-claimed guarantee, not a proven one (dpg_sensitivity_multiplier scales the "
-            "noise; it does not make a proof).",
-            "Released: the generated graphs (and f); the encoder and discriminator are "
-            + ("used once more to embed the real graph (dpg_generation encoder, not private). "
-               if through_encoder else
-               "discarded; generation samples Z ~ N(0, I) and never uses the encoder. ")
-            + "Node sets and sizes N_k are public.",
-        ]  # fmt: skip
-        if leaks:
-            notes.append(
-                "dpg_edge_selection topk_true releases each graph's true edge count M "
-                "(edge-sensitivity 1, no noise): the release is not edge-DP (ε = ∞); the "
-                "training ε above is what the generator alone spends (paper-reproduction mode)."
-            )
-        if through_encoder:
-            notes.append(
-                "dpg_generation encoder: the graphs are generated from Z = μ of the encoder "
-                "run on the real graph, which was trained without noise; the release is not "
-                "edge-DP (ε = ∞). The official code evaluates this way (spec §2.10 step 5); "
-                "this is an ablation, not a private release."
-            )
-        return PrivacyReport(
-            protocol=self.name,
-            unit="edge",
-            epsilon=total,
-            delta=plan.delta,
-            accountant=f"dp_accounting {acc} (Poisson-subsampled Gaussian, composed over T)",
-            parts=parts,
-            paper_epsilon=claimed,
-            notes=notes,
-            headline=(
-                f"edge-level ε = ∞: {NO_PROOF}; the paper's accounting states "
-                f"(ε = {claimed:.4g}, δ = {plan.delta:.3g}) (dp-accounting {acc} under its "
-                f"sensitivity C; its closed form {plan.epsilon_paper:.4g})"
-                + ("; the true edge counts are released (topk_true)" if leaks else "")
-                + (
-                    "; generated through the non-private encoder (ablation)"
-                    if through_encoder
-                    else ""
-                )
-            ),
-            unit_epsilons={"edge": total},
-        )
+        """Edge-level ε = ∞ (:data:`NO_PROOF`) with the paper's claim beside it
+        (:func:`.dpggan_privacy.privacy_report`)."""
+        from .dpggan_privacy import privacy_report
+
+        return privacy_report(self.name, self.p, self.plan())
 
     # --- the mechanism ------------------------------------------------------------------
 

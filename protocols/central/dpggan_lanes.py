@@ -1,7 +1,7 @@
 """DPGGAN / DPGVAE on many graphs at once: the per-graph training of :mod:`.dpggan` run in
 *lanes*, one lane per graph, every step of every lane in one batched forward and backward.
 
-Why: the paper trains one model per graph (spec §8 #25) and a model is tiny (816 generator
+Why: the paper trains one model per graph and a model is tiny (816 generator
 parameters; at q = 0.01 a step samples about 2 nodes of a DBLP graph and 0.13 of an IMDB one),
 so graph by graph the time goes to Python and autograd overhead, not arithmetic: 69 DBLP graphs
 × 2,000 steps took about 8 minutes on one core, 1,500 IMDB graphs over an hour. Batched, the
@@ -290,9 +290,10 @@ class _Lanes:
                 self.clip *= p.dpg_clip_decay
 
     def _step(self, lanes: Any, picked: Any, counts: Any, std: float) -> tuple[dict, dict, Any]:
-        """The forward and the three gradients of spec §2.9 for the lanes with a sample
-        (``picked``: the lanes' Poisson samples as a lanes × rows mask): Σ_i clip_C(g_i) per
-        lane, the encoder's and the discriminator's gradients."""
+        """The forward and the three gradients of one step (as
+        :func:`.dpggan_train._train_step`) for the lanes with a sample (``picked``: the lanes'
+        Poisson samples as a lanes × rows mask): Σ_i clip_C(g_i) per lane, the encoder's and
+        the discriminator's gradients."""
         import torch
         import torch.nn.functional as fn
 
@@ -346,7 +347,7 @@ class _Lanes:
             g_loss = -fn.logsigmoid(_disc_logit(fake_r, frozen_f))
             return rec, g_loss
 
-        # per-node copies θ_{l,i} of each lane's generator (spec §2.5)
+        # per-node copies θ_{l,i} of each lane's generator
         copies = {
             k: v.detach()[lanes][:, None].expand(-1, width, *v.shape[1:]).clone().requires_grad_()
             for k, v in self.theta.items()

@@ -58,13 +58,13 @@ DPG_EDGE_COUNT_SHARE = Param(
 )  # fmt: skip
 DPG_SENSITIVITY_MULTIPLIER = Param(
     "dpg_sensitivity_multiplier", float, 1.0,
-    "noise std σ·C·multiplier (1: the paper; the spec's conservative knob, §1.4)", low=1.0,
+    "noise std σ·C·multiplier (1: the paper; above 1: a conservative knob)", low=1.0,
 )  # fmt: skip
 
 DPG_POS_WEIGHT = Param(
     "dpg_pos_weight", str, "none",
     "DPGVAE's BCE: none (the paper's plain sum) or batch_balanced (edges weighted #non-edges/"
-    "#edges of the batch, Kipf's GAE; spec §2.4 option)",
+    "#edges of the batch, Kipf's GAE)",
     choices=("none", "batch_balanced"),
 )  # fmt: skip
 

@@ -152,7 +152,7 @@ def _train_step(
     lam1: float, lam2: float, clip: float, std: float, divisor: float, g_sample: Any,
     g_noise: Any, opts: tuple, balanced: bool = False,
 ) -> None:  # fmt: skip
-    """One step of spec §2.9: one forward pass; f by the DP aggregate of the per-node
+    """One step of Alg. 1: one forward pass; f by the DP aggregate of the per-node
     gradients, the discriminator and the encoder by their clean gradients, all together."""
     import torch
     import torch.nn.functional as fn

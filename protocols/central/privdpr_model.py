@@ -26,7 +26,7 @@ REJECTION_ROUNDS = 8
 
 
 def init_params(n: int, r: int, d: int, layers: int, gen: Any) -> tuple[Any, list, list]:
-    """V (N×r) and W_1..W_K Xavier normal (std √(2/(fan_in+fan_out))) [I A14], zero biases."""
+    """V (N×r) and W_1..W_K Xavier normal (std √(2/(fan_in+fan_out))) [I], zero biases."""
     import torch
 
     def xavier(rows: int, cols: int) -> torch.Tensor:
@@ -47,7 +47,7 @@ NORM_MARGIN = 1e-12
 def spectral_norms(ws: list) -> Any:
     """‖W_l‖₂ of every layer, exactly and differentiably: √λ_max(WᵀW) by one batched
     symmetric eigensolve of the d×d Gram matrices (W_1 … W_{K−1}), the vector norm for the
-    d×1 output layer (not a power-iteration estimate, which can fall short of ‖W‖₂ [A5])."""
+    d×1 output layer (not a power-iteration estimate, which can fall short of ‖W‖₂)."""
     import torch
 
     *square, last = ws
@@ -91,7 +91,7 @@ def walk_pairs(
     length: int,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random-walk pairs [C A1] for starts of shape [T, ♭]: ``walks`` walks of up to
+    """Random-walk pairs [C] for starts of shape [T, ♭]: ``walks`` walks of up to
     ``length`` uniform steps from every start (a walk stops at a node without neighbours);
     returns heads, tails [T, ♭·walks, length] and the mask of the steps taken."""
     steps, batch = starts.shape
@@ -168,7 +168,7 @@ def symmetrised_scores(s: sp.csr_matrix, how: str) -> sp.csr_matrix:
 
 def edge_budget(scores: sp.csr_matrix, divisor: float) -> int:
     """round(#{i<j : s†_ij > 0}/divisor): the official code's sigmoid-0.5 rule (sigmoid(s) >
-    0.5 ⟺ s > 0 for counts) over its hard-coded 250 [C A8]."""
+    0.5 ⟺ s > 0 for counts) over its hard-coded 250 [C]."""
     return int(round(sp.triu(scores, k=1).nnz / divisor))
 
 
@@ -261,7 +261,7 @@ def noisy_v_gradient(clean: Any, sigma: float, pairs: int, gen: Any) -> tuple[An
 
 
 def start_blocks(n: int, batch: int, steps: int) -> np.ndarray:
-    """The start nodes of every step [T, ♭]: block t mod ⌊N/♭⌋ of the node ids [C A16]."""
+    """The start nodes of every step [T, ♭]: block t mod ⌊N/♭⌋ of the node ids [C]."""
     blocks = n // batch
     return (np.arange(steps)[:, None] % blocks) * batch + np.arange(batch)[None, :]
 
@@ -321,7 +321,7 @@ def _train(
         adj.indptr, adj.indices, starts, p.dpr_walks, p.dpr_walk_length,
         stage_rng(seed, f"{name}/walks"),
     )  # fmt: skip
-    # A tail is reached over an edge, so d_in(tail) > 0 and Eq. 5's division is safe (A21).
+    # A tail is reached over an edge, so d_in(tail) > 0 and Eq. 5's division is safe.
     assert all((deg[tails[t][taken[t]]] > 0).all() for t in range(plan.steps))
     deg_t = torch.as_tensor(deg, dtype=torch.float64, device=device)
     samples = torch.zeros((plan.steps if sample else 0, n), dtype=torch.int32, device=device)
@@ -374,7 +374,7 @@ def _diagnostics(
     sigma: float,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
-    """Whether V learned anything from the graph (spec §9.3). Non-private: computed from the
+    """Whether V learned anything from the graph. Non-private: computed from the
     graph and from W, for the experimenter, not part of the DP release.
 
     ``v_graph_effect`` = ‖V(G) − V(∅)‖/‖V₀‖, V(∅) trained with the same initialisation and

@@ -79,7 +79,7 @@ DPR_DIAGNOSTICS = Param(
     "dpr_diagnostics", bool, False,
     "add non-private diagnostics to the run record (walk pairs, steps without pairs, gradient "
     "norms, f's spread, V against an empty-graph control, edge-score z): computed from the "
-    "graph and W, for the experimenter (spec §9.3), never part of a release you publish",
+    "graph and W, for the experimenter, never part of a release you publish",
 )  # fmt: skip
 
 _MODEL = (

@@ -176,15 +176,15 @@ def test_the_proven_convention_is_refused_in_one_line():
 
 
 def test_paper_rule_steps_at_sigma_5():
-    # spec §3.5: σ = 5, q = 0.01, δ = 1e-5: the paper's closed form allows 5,428 steps at
-    # ε = 1; a numeric accountant allows more (spec: RDP ≈ 14,874 with orders up to 2048)
+    # σ = 5, q = 0.01, δ = 1e-5: the paper's closed form allows 5,428 steps at
+    # ε = 1; a numeric accountant allows more (RDP ≈ 14,874 with orders up to 2048)
     s = make_protocol("dpgvae", epsilon=1.0, dpg_calibration="steps", dpg_steps=100_000,
                       dpg_edge_selection="bernoulli")  # fmt: skip
     plan = s.plan()
     paper_t = (1.0 * 5 / (2 * 0.01)) ** 2 / math.log(1e5)
     assert round(paper_t) == 5429
     assert plan.steps > paper_t and plan.epsilon_train <= 1.0
-    assert plan.steps == 14874  # the spec's RDP figure (§3.5 [V])
+    assert plan.steps == 14874  # the RDP figure above
     assert sgd_epsilon(5.0, 0.01, plan.steps + 1, 1e-5) > 1.0
 
 
