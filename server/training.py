@@ -145,6 +145,8 @@ def train_and_evaluate(
     :func:`collapse_check`), ``best_epoch`` (1-based), ``epochs_run``,
     ``train_seconds`` (the training loop, evaluation included), ``device`` and ``model``.
     """
+    # Long on purpose: one training loop whose random draws must run in this order (the
+    # seeded fingerprint tests hold it); helpers would only pass its state around.
     config.validate()
     model_name = config.model.lower()
     dev = resolve_device(device)

@@ -294,6 +294,8 @@ class _Lanes:
         :func:`.dpggan_train._train_step`) for the lanes with a sample (``picked``: the lanes'
         Poisson samples as a lanes × rows mask): Σ_i clip_C(g_i) per lane, the encoder's and
         the discriminator's gradients."""
+        # Long on purpose: the forward pass and the three gradients share every intermediate
+        # tensor, and the draws must run in this order (the seeded tests hold it).
         import torch
         import torch.nn.functional as fn
 

@@ -84,6 +84,8 @@ def fit_and_generate(
     graph from the prior; returns its edges and training figures. The graph-by-graph
     reference of :func:`.dpggan_lanes.fit_and_generate_many` (which releases use); ``trained``,
     when given, receives the final parameters (``enc``, ``theta``, ``disc_g``, ``disc_f``)."""
+    # Long on purpose: one training loop whose random draws must run in this order (the
+    # seeded fingerprint tests hold it); helpers would only pass its state around.
     import torch
 
     stream = f"dpggan/graph{k}"
@@ -154,6 +156,8 @@ def _train_step(
 ) -> None:  # fmt: skip
     """One step of Alg. 1: one forward pass; f by the DP aggregate of the per-node
     gradients, the discriminator and the encoder by their clean gradients, all together."""
+    # Long on purpose: the forward pass and the three gradients share every intermediate
+    # tensor, and the draws must run in this order (the seeded tests hold it).
     import torch
     import torch.nn.functional as fn
 

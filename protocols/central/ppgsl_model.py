@@ -169,6 +169,8 @@ def learn(
         on_retrain: diagnostics hook, called after each retrain as ``on_retrain(step, model,
             xw1, prop, w_fix)`` (the frozen surrogate, X·W₁, the propagation, A′ detached).
     """
+    # Long on purpose: one training loop whose random draws must run in this order (the
+    # seeded fingerprint tests hold it); helpers would only pass its state around.
     import torch
     import torch.nn.functional as F
 
