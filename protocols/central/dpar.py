@@ -311,31 +311,7 @@ class Dpar(CentralStrategy):
         # G on the kept slots: an absent slot is an isolated vertex (a self-loop only).
         sub = inductive[kept][:, kept]
         sub = with_self_loops(sp.diags(here.astype(float)) @ sub @ sp.diags(here.astype(float)))
-        if self.uses_appr:
-            m, k = p.appr_nodes, p.top_k
-            if m > big_n or k > big_n:
-                raise ValueError(
-                    f"{self.name}: appr_nodes M = {m} and top_k K = {k} must not exceed the "
-                    f"{big_n} kept slots of the q′-subsampled training graph; lower them or "
-                    "raise q_prime"
-                )
-            seeds = np.sort(rng.choice(big_n, size=m, replace=False))
-            exact = ista_appr(sub, seeds, p.ppr_alpha, p.ista_rho, p.ista_gamma)
-            exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
-            noise = self.appr_noise()
-            arng = stage_rng(seed, f"{self.name}/appr")
-            idx, val = dp_appr(exact, noise, k, p.clip_gm, p.clip_em, arng)
-            pi = _assemble(idx, val, seeds, big_n, p.non_appr_rows)
-            own = _own_rows(seeds, big_n, p.non_appr_rows)
-            if self.capped:
-                pi = cap_column_rows(pi, own, p.column_rows_cap)  # post-processing
-            pi = column_bound(pi, p.column_tau, p.column_mode)
-            row_nodes = seeds if p.non_appr_rows == "exclude" else np.arange(big_n)
-        else:
-            noise = None
-            pi = sp.identity(big_n, format="csr")  # Features: Π = I (paper §4 baselines)
-            own = np.arange(big_n)
-            row_nodes = np.arange(big_n)
+        pi, own, row_nodes, noise = self._pi(sub, here, rng, seed)
         rows = pi.shape[0]
         d_rows = max(1, int(column_rows(pi, own).max(initial=0)))
         return Structure(
@@ -343,32 +319,84 @@ class Dpar(CentralStrategy):
             self.sgd_plan(rows, d_rows),
         )  # fmt: skip
 
+    def _pi(
+        self, sub: sp.csr_matrix, here: np.ndarray, rng: np.random.Generator, seed: int
+    ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, ApprNoise | None]:
+        """Step 3: DP-APPR on the kept slots' graph ``sub`` → Π (capped and column-bounded),
+        each node's own row, the node of each Π row and the noise; Π = I for Features.
+        ``rng`` continues the node-subsample stream (the seeds are drawn from it)."""
+        p = self.p
+        big_n = here.size
+        if not self.uses_appr:
+            ident = np.arange(big_n)
+            # Features: Π = I (paper §4 baselines)
+            return sp.identity(big_n, format="csr"), ident, ident, None
+        m, k = p.appr_nodes, p.top_k
+        if m > big_n or k > big_n:
+            raise ValueError(
+                f"{self.name}: appr_nodes M = {m} and top_k K = {k} must not exceed the "
+                f"{big_n} kept slots of the q′-subsampled training graph; lower them or "
+                "raise q_prime"
+            )
+        seeds = np.sort(rng.choice(big_n, size=m, replace=False))
+        exact = ista_appr(sub, seeds, p.ppr_alpha, p.ista_rho, p.ista_gamma)
+        exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
+        noise = self.appr_noise()
+        arng = stage_rng(seed, f"{self.name}/appr")
+        idx, val = dp_appr(exact, noise, k, p.clip_gm, p.clip_em, arng)
+        pi = _assemble(idx, val, seeds, big_n, p.non_appr_rows)
+        own = _own_rows(seeds, big_n, p.non_appr_rows)
+        if self.capped:
+            pi = cap_column_rows(pi, own, p.column_rows_cap)  # post-processing
+        pi = column_bound(pi, p.column_tau, p.column_mode)
+        row_nodes = seeds if p.non_appr_rows == "exclude" else np.arange(big_n)
+        return pi, own, row_nodes, noise
+
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        p = self.p
+        st = self.structure(graph, curator, seed)
+        device = auto_device(curator.device)
+        trained = self._train(graph, st, seed, device)
+        released = self._predict(graph, st, trained, device)
+        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
+        report = self.privacy_report(graph.num_features, noise=st.noise, plan=st.plan)
+        plan = st.plan
+        stats = {
+            "training_nodes": int(st.present.sum()),
+            "training_slots": int(np.flatnonzero(st.is_train).size),
+            "subsampled_nodes": int(st.here.sum()),
+            "kept_slots": int(st.kept.size),
+            "rows": int(st.pi.shape[0]),
+            "appr_rows": int(p.appr_nodes) if self.uses_appr else 0,
+            "sgd_q": plan.q,
+            "sgd_steps": int(plan.steps),
+            "noise_multiplier": float(plan.noise),
+            "pi_nonzeros": int(st.pi.nnz),
+            "sgd_sensitivity": p.sgd_sensitivity,
+            # Most rows one node's removal moves (its own counted): D of the accounting.
+            "column_rows": plan.rows,
+        }
+        return Release.of_model(model, graph.num_nodes, report, stats)
+
+    def _train(self, graph: UploadedGraph, st: Structure, seed: int, device: str) -> dict:
+        """Step 4: DP-SGD (plain Adam for DPARNoDP) of f_θ on Π's rows; θ as tensors."""
         import torch
 
         from . import dpsgd
 
-        p = self.p
-        st = self.structure(graph, curator, seed)
-        labels, is_train, present, inductive = st.labels, st.is_train, st.present, st.inductive
-        kept, here, pi, row_nodes, noise, plan = (
-            st.kept, st.here, st.pi, st.row_nodes, st.noise, st.plan
-        )  # fmt: skip
-        n, big_n, rows, d_rows = graph.num_nodes, kept.size, pi.shape[0], plan.rows
-        slots = np.flatnonzero(is_train)
+        p, plan = self.p, st.plan
+        labels, kept, here, row_nodes = st.labels, st.kept, st.here, st.row_nodes
         if self.private:
             sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, p.sgd_clip, plan.noise, p.sgd_lr)
         else:
             sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p.sgd_lr, NODP_WEIGHT_DECAY)
-
-        device = auto_device(curator.device)
         x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
         x_sub = torch.as_tensor(x_kept, device=device)
         y_rows = torch.as_tensor(
             np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device
         )
         row_here = torch.as_tensor(here[row_nodes], device=device)
-        nbr_idx, nbr_w = _padded(pi)
+        nbr_idx, nbr_w = _padded(st.pi)
         nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
         nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
         classes = int(max(labels.max(), 0)) + 1
@@ -384,11 +412,18 @@ class Dpar(CentralStrategy):
             keep_h = _mask((*xi.shape[:2], p.mlp_hidden), drop, gen, device)
             return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
 
-        trained = dpsgd.train(
-            target_loss, params, rows, make_batch, sgd, gen, clipped_sum=target_clipped_sum
-        )
+        return dpsgd.train(
+            target_loss, params, st.pi.shape[0], make_batch, sgd, gen,
+            clipped_sum=target_clipped_sum,
+        )  # fmt: skip
 
-        # Eq. 4 on the non-training nodes that uploaded; training nodes: f_θ(x_v) alone.
+    def _predict(
+        self, graph: UploadedGraph, st: Structure, trained: dict, device: str
+    ) -> np.ndarray:
+        """Step 5: Eq. 4 on the non-training nodes that uploaded; a training node gets -1."""
+        import torch
+
+        p = self.p
         with torch.no_grad():
             x_all = torch.as_tensor(np.asarray(graph.x, dtype=np.float32), device=device)
             logits = mlp_logits(trained, x_all).cpu().numpy().astype(np.float64)
@@ -397,30 +432,12 @@ class Dpar(CentralStrategy):
             steps_p = 0
         # ``inductive`` has no cross edge; zeroing the training rows leaves training nodes
         # with no edge at all (a self-loop: Eq. 4 returns f_θ(x_v)).
-        test_side = sp.diags((~is_train).astype(float)) @ inductive
+        test_side = sp.diags((~st.is_train).astype(float)) @ st.inductive
         scores = power_iteration(with_self_loops(test_side), logits, p.ppr_alpha, steps_p)
         # A training node's f_θ(x_v) is a function of its own raw features, not of θ alone:
         # it is not released (-1, "no prediction"); the release is θ and the non-training
         # nodes' classes.
-        released = np.where(is_train, -1, scores.argmax(1))
-        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
-        report = self.privacy_report(graph.num_features, noise=noise, plan=plan)
-        stats = {
-            "training_nodes": int(present.sum()),
-            "training_slots": int(slots.size),
-            "subsampled_nodes": int(here.sum()),
-            "kept_slots": int(big_n),
-            "rows": int(rows),
-            "appr_rows": int(p.appr_nodes) if self.uses_appr else 0,
-            "sgd_q": plan.q,
-            "sgd_steps": int(plan.steps),
-            "noise_multiplier": float(plan.noise),
-            "pi_nonzeros": int(pi.nnz),
-            "sgd_sensitivity": p.sgd_sensitivity,
-            # Most rows one node's removal moves (its own counted): D of the accounting.
-            "column_rows": d_rows,
-        }
-        return Release.of_model(model, n, report, stats)
+        return np.where(st.is_train, -1, scores.argmax(1))
 
     # --- privacy ------------------------------------------------------------------------
 
