@@ -17,28 +17,35 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.utils import to_torch_csr_tensor
 
 from ldpgraph.protocols.rng import stage_seed
+from ldpgraph.protocols.torch_env import cpu_threads, resolve_device
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.models import build_model
+from ldpgraph.server.tensors import (  # noqa: F401  (re-exported: their old home)
+    SPARSE_FEATURES_MAX_DENSITY,
+    SplitLike,
+    center_columns,
+    column_means,
+    feature_tensor,
+    graph_tensors,
+    mostly_zero,
+    row_normalize,
+    validate_inputs,
+    validate_split,
+)
 
-
-class SplitLike(Protocol):
-    """Anything with integer index arrays ``train``, ``val`` and ``test`` (duck-typed)."""
-
-    train: Sequence[int] | np.ndarray
-    val: Sequence[int] | np.ndarray
-    test: Sequence[int] | np.ndarray
+#: The CPU-thread limit's old name here (the coordinator switches its last importers to
+#: :func:`ldpgraph.protocols.torch_env.cpu_threads`, then this alias goes).
+_cpu_threads = cpu_threads
 
 
 @dataclass
@@ -101,16 +108,6 @@ class TrainConfig:
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` means the GPU when one is present, else the CPU."""
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {str(dev)!r} requested but CUDA is not available")
-    return dev
-
-
 def train_and_evaluate(
     edges: np.ndarray,
     x: np.ndarray,
@@ -148,19 +145,21 @@ def train_and_evaluate(
     :func:`collapse_check`), ``best_epoch`` (1-based), ``epochs_run``,
     ``train_seconds`` (the training loop, evaluation included), ``device`` and ``model``.
     """
+    # Long on purpose: one training loop whose random draws must run in this order (the
+    # seeded fingerprint tests hold it); helpers would only pass its state around.
     config.validate()
     model_name = config.model.lower()
     dev = resolve_device(device)
-    x_np, y_np, edges_np, w_np, n_classes = _validate_inputs(edges, x, y, edge_weight, num_classes)
+    x_np, y_np, edges_np, w_np, n_classes = validate_inputs(edges, x, y, edge_weight, num_classes)
     n = x_np.shape[0]
-    train_idx, val_idx, test_idx = _validate_split(split, n)
+    train_idx, val_idx, test_idx = validate_split(split, n)
 
     torch_seed = stage_seed(seed, "train")
     cuda_devices = list(range(torch.cuda.device_count())) if dev.type == "cuda" else []
     threads = num_threads
     if threads is None and dev.type == "cpu" and x_np.size + 2 * edges_np.shape[0] < _SMALL:
         threads = 1
-    with _cpu_threads(threads), torch.random.fork_rng(devices=cuda_devices):
+    with cpu_threads(threads), torch.random.fork_rng(devices=cuda_devices):
         # Seed only the generators this run uses: torch.manual_seed would also reseed CUDA
         # (and other accelerators) behind fork_rng's back when training on the CPU.
         torch.default_generator.manual_seed(torch_seed)
@@ -183,16 +182,16 @@ def train_and_evaluate(
 
         if config.normalize_features:
             x_np = row_normalize(x_np)
-        sparse_x = _mostly_zero(x_np)
+        sparse_x = mostly_zero(x_np)
         if config.center_features and sparse_x:
             # Sparse true features (bag-of-words) stay sparse: the model subtracts the projected
             # column means after its first projection, O(nnz) instead of O(n d).
             model.center_inputs(torch.tensor(column_means(x_np), dtype=torch.float32, device=dev))
         elif config.center_features:
             x_np = center_columns(x_np)
-        x_t = _feature_tensor(x_np, dev, sparse=sparse_x)
+        x_t = feature_tensor(x_np, dev, sparse=sparse_x)
         y_t = torch.tensor(y_np, dtype=torch.int64, device=dev)
-        adj, w_t = _graph_tensors(edges_np, w_np, n, dev, sparse=model.sparse_adjacency)
+        adj, w_t = graph_tensors(edges_np, w_np, n, dev, sparse=model.sparse_adjacency)
         idx = {
             name: torch.tensor(arr, dtype=torch.int64, device=dev)
             for name, arr in (("train", train_idx), ("val", val_idx), ("test", test_idx))
@@ -287,83 +286,6 @@ def collapse_check(
 _SMALL = 1 << 20
 
 
-@contextmanager
-def _cpu_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with ``threads`` torch CPU threads, then restore the previous setting."""
-    if threads is None:
-        yield
-        return
-    if threads < 1:
-        raise ValueError(f"num_threads must be >= 1, got {threads}")
-    previous = torch.get_num_threads()
-    if threads == previous:
-        yield
-        return
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def row_normalize(x: np.ndarray) -> np.ndarray:
-    """PyG's ``NormalizeFeatures``: shift so the minimum is 0, then divide each row by its sum
-    clamped to at least 1 (a bag-of-words row then sums to 1; an all-zero row stays zero)."""
-    x = np.asarray(x, dtype=np.float32)
-    x = x - x.min()
-    return x / np.maximum(x.sum(axis=1, keepdims=True), 1.0)
-
-
-def column_means(x: np.ndarray) -> np.ndarray:
-    """Each column's mean over all rows (all nodes: the release is public to the curator,
-    labels are not used), accumulated in float64, as float32."""
-    return np.asarray(x).mean(axis=0, dtype=np.float64).astype(np.float32)
-
-
-def center_columns(x: np.ndarray) -> np.ndarray:
-    """Subtract each column's mean (:func:`column_means`), so no feature carries a common
-    offset into the first layer."""
-    x = np.asarray(x, dtype=np.float32)
-    return x - column_means(x)[None, :]
-
-
-#: Features with at most this fraction of non-zero entries go to the models as sparse CSR.
-SPARSE_FEATURES_MAX_DENSITY = 0.1
-
-
-def _mostly_zero(x: np.ndarray) -> bool:
-    """Whether ``x`` goes to the models as sparse CSR (see :data:`SPARSE_FEATURES_MAX_DENSITY`)."""
-    return bool(x.size) and np.count_nonzero(x) <= SPARSE_FEATURES_MAX_DENSITY * x.size
-
-
-def _feature_tensor(x: np.ndarray, dev: torch.device, sparse: bool | None = None) -> Tensor:
-    """``x`` as float32: sparse CSR when mostly zeros (bag-of-words), else dense.
-    ``sparse`` passes in :func:`_mostly_zero` when the caller has computed it already.
-
-    The first layer's projection dominates training on wide bag-of-words inputs (Facebook
-    page-page: 22470 x 4714 at 0.3 % non-zero); as CSR it costs O(nnz) instead of O(n d). The
-    models compute the same function either way (floating-point summation order aside). Dense
-    inputs (the 1-bit mechanism's reports, reconstructed features) stay dense.
-    """
-    if sparse is None:
-        sparse = _mostly_zero(x)
-    if sparse:
-        rows, cols = np.nonzero(x)
-        indptr = np.zeros(x.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=x.shape[0]), out=indptr[1:])
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*[Ss]parse.*", category=UserWarning)
-            return torch.sparse_csr_tensor(
-                torch.from_numpy(indptr),
-                torch.from_numpy(cols.astype(np.int64)),
-                torch.tensor(x[rows, cols], dtype=torch.float32),
-                size=x.shape,
-                dtype=torch.float32,
-            ).to(dev)
-    # torch.tensor copies, so read-only or strided numpy inputs need no special care.
-    return torch.tensor(x, dtype=torch.float32, device=dev)
-
-
 @torch.no_grad()
 def _correct_counts(
     model: torch.nn.Module,
@@ -385,122 +307,6 @@ def _correct_counts(
     top = torch.bincount(pred[idx["eval"]], minlength=num_classes).max().double().reshape(1)
     val_c, test_c, train_c, loss, top_c = torch.cat([counts, val_loss, top]).tolist()
     return int(val_c), int(test_c), int(train_c), float(loss), int(top_c)
-
-
-def _graph_tensors(
-    edges: np.ndarray,
-    edge_weight: np.ndarray | None,
-    n: int,
-    dev: torch.device,
-    sparse: bool,
-) -> tuple[Tensor, Tensor | None]:
-    """PyG's both-directions ``edge_index`` (and weights), or a symmetric CSR adjacency."""
-    both = np.concatenate([edges, edges[:, ::-1]], axis=0).T
-    edge_index = torch.tensor(both, dtype=torch.int64, device=dev)
-    weight = None
-    if edge_weight is not None:
-        w = np.concatenate([edge_weight, edge_weight]).astype(np.float32)
-        weight = torch.tensor(w, device=dev)
-    if not sparse:
-        return edge_index, weight
-    # The graph is symmetric, so the adjacency equals its transpose (PyG's adj_t).
-    with warnings.catch_warnings():
-        # torch flags CSR support as beta and sparse invariant checks as off, once per process.
-        warnings.filterwarnings("ignore", message=".*[Ss]parse.*", category=UserWarning)
-        adj = to_torch_csr_tensor(edge_index, weight, size=(n, n))
-    return adj, None
-
-
-def _validate_inputs(
-    edges: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    edge_weight: np.ndarray | None,
-    num_classes: int | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int]:
-    """Check shapes, ranges and the canonical edge form; return normalised arrays."""
-    x = np.asarray(x)
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"x must be a non-empty 2-D [n, d] array, got shape {x.shape}")
-    if x.dtype == np.bool_:
-        x = x.astype(np.uint8)
-    if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
-        raise ValueError(f"x must be numeric, got dtype {x.dtype}")
-    if np.issubdtype(x.dtype, np.floating) and not np.isfinite(x).all():
-        raise ValueError("x contains NaN or infinite values")
-    n = x.shape[0]
-
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},) to match x, got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y must hold integer class labels, got dtype {y.dtype}")
-    y = y.astype(np.int64, copy=False)
-    if y.min() < 0:
-        raise ValueError(f"labels must be >= 0, got min {int(y.min())}")
-    if num_classes is None:
-        num_classes = int(y.max()) + 1
-    elif y.max() >= num_classes:
-        raise ValueError(f"label {int(y.max())} out of range for num_classes={num_classes}")
-    if num_classes < 2:
-        raise ValueError(f"need at least 2 classes, got {num_classes}")
-
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise ValueError(f"edges must be an [m, 2] array, got shape {edges.shape}")
-    if not np.issubdtype(edges.dtype, np.integer):
-        raise ValueError(f"edges must be integer node ids, got dtype {edges.dtype}")
-    edges = edges.astype(np.int64, copy=False)
-    if edges.shape[0]:
-        if edges.min() < 0 or edges.max() >= n:
-            raise ValueError(f"edge endpoint out of range [0, {n})")
-        if not (edges[:, 0] < edges[:, 1]).all():
-            raise ValueError(
-                "edges must hold each undirected edge once with u < v (no self-loops, no "
-                "reversed duplicates); see ldpgraph.protocols.graph.canonical_edges"
-            )
-        if np.unique(edges[:, 0] * n + edges[:, 1]).size != edges.shape[0]:
-            raise ValueError("edges contain duplicate rows")
-
-    if edge_weight is not None:
-        edge_weight = np.asarray(edge_weight, dtype=np.float64)
-        if edge_weight.shape != (edges.shape[0],):
-            raise ValueError(
-                f"edge_weight must have shape ({edges.shape[0]},) to match edges, "
-                f"got {edge_weight.shape}"
-            )
-        if not np.isfinite(edge_weight).all() or (edge_weight < 0).any():
-            raise ValueError("edge_weight must be finite and non-negative")
-    return x, y, edges, edge_weight, num_classes
-
-
-def _validate_split(split: SplitLike, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Index arrays in range, train and val non-empty, the three parts disjoint."""
-    parts = []
-    for name in ("train", "val", "test"):
-        if not hasattr(split, name):
-            raise ValueError(f"split has no {name!r} index array")
-        arr = np.asarray(getattr(split, name))
-        if arr.size == 0:
-            arr = arr.reshape(0).astype(np.int64)
-        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"split.{name} must be a 1-D integer index array")
-        if arr.size and (arr.min() < 0 or arr.max() >= n):
-            raise ValueError(f"split.{name} has node ids outside [0, {n})")
-        if np.unique(arr).size != arr.size:
-            raise ValueError(f"split.{name} contains duplicate node ids")
-        parts.append(arr.astype(np.int64, copy=False))
-    train, val, test = parts
-    if train.size == 0:
-        raise ValueError("split.train is empty: nothing to train on")
-    if val.size == 0:
-        raise ValueError("split.val is empty: the best epoch is chosen on validation accuracy")
-    combined = np.concatenate(parts)
-    if np.unique(combined).size != combined.size:
-        raise ValueError("split.train, split.val and split.test must be disjoint")
-    return train, val, test
 
 
 def _sync(dev: torch.device) -> None:

@@ -1,10 +1,17 @@
-"""No import circles inside ldpgraph: a static check of every import, lazy ones included.
+"""No import circles inside ldpgraph, and no import against the map's direction: a static
+check of every import, lazy ones included.
 
 A circle works only as long as every module in it defers the imports that close it, and it
 ties the modules' import order to whoever imports first; two had crept in (the ServerApp →
 CLI → deploy backend → ServerApp, and the sweep ↔ its Ray executor). This test reads every
 module of the four code folders with ``ast`` (imports inside functions count too: they close a
 circle as soon as they run) and fails with the circle it finds.
+
+The folders are layered (the architecture's map): ``protocols`` (the maths) imports no other
+folder; ``client`` and ``server`` import ``protocols`` and themselves only; ``simulation``
+(the composition root) imports anything. An arrow back up that ladder is no circle yet, but it
+drags the upper folder into the lower one's import path (torch into the client, Flower into a
+protocol), so it fails too, naming the importing module and the one it imports.
 """
 
 from __future__ import annotations
@@ -18,6 +25,15 @@ PACKAGES = {
     "server": "ldpgraph.server",
     "simulation": "ldpgraph.simulation",
     "protocols": "ldpgraph.protocols",
+}
+
+
+#: Which folders each folder may import (itself included).
+ALLOWED = {
+    "protocols": {"protocols"},
+    "client": {"client", "protocols"},
+    "server": {"server", "protocols"},
+    "simulation": {"simulation", "server", "client", "protocols"},
 }
 
 
@@ -92,6 +108,22 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def folder(module: str) -> str:
+    """The code folder of ``ldpgraph.<folder>.…``."""
+    return module.split(".")[1]
+
+
+def back_arrows(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import ``(importer, imported)`` between folders the map does not allow
+    (:data:`ALLOWED`)."""
+    return sorted(
+        (src, dst)
+        for src, targets in graph.items()
+        for dst in targets
+        if folder(dst) not in ALLOWED[folder(src)]
+    )
+
+
 def test_the_check_sees_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
@@ -114,3 +146,42 @@ def test_no_import_circles():
     known = modules()
     graph = {name: imports(name, path, known) for name, path in known.items()}
     assert circles(graph) == []
+
+
+def test_the_direction_check_sees_a_back_arrow():
+    """A fake graph with one arrow of each forbidden kind and the allowed ones around them."""
+    graph = {
+        "ldpgraph.protocols.central.ppgsl": {"ldpgraph.server.training", "ldpgraph.protocols.rng"},
+        "ldpgraph.protocols.rng": set(),
+        "ldpgraph.client.app": {"ldpgraph.protocols.rng", "ldpgraph.server.record"},
+        "ldpgraph.server.training": {"ldpgraph.protocols.rng", "ldpgraph.simulation.config"},
+        "ldpgraph.server.record": {"ldpgraph.server.training"},
+        "ldpgraph.simulation.config": {"ldpgraph.protocols.rng"},
+    }
+    assert circles(graph) == []  # none of these arrows closes a circle
+    assert back_arrows(graph) == [
+        ("ldpgraph.client.app", "ldpgraph.server.record"),
+        ("ldpgraph.protocols.central.ppgsl", "ldpgraph.server.training"),
+        ("ldpgraph.server.training", "ldpgraph.simulation.config"),
+    ]
+
+
+def test_the_direction_check_reads_a_planted_back_arrow(tmp_path):
+    """A lazy import of server/ planted in a copy of a protocols module is found from source."""
+    known = modules()
+    name = "ldpgraph.protocols.rng"
+    planted = tmp_path / "rng.py"
+    planted.write_text(
+        known[name].read_text()
+        + "\n\ndef _planted():\n    from ldpgraph.server.training import train_and_evaluate\n"
+    )
+    graph = {m: imports(m, p, known) for m, p in known.items()}
+    assert back_arrows(graph) == []
+    graph[name] = imports(name, planted, known)
+    assert back_arrows(graph) == [(name, "ldpgraph.server.training")]
+
+
+def test_imports_follow_the_map():
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    assert back_arrows(graph) == []

@@ -1,15 +1,16 @@
 """Approximate personalized PageRank (APPR) by ISTA and its DP release (DPAR's structure phase).
 
-Spec: shared/specs/001-dpar.md §3.3–3.6 and §4.1–4.3. Provenance tags as in the spec: [P] the
-paper, [R] the authors' reference code as described there, [I] an implementer's choice.
+DPAR (Zhang et al., "DPAR: Decoupled Graph Neural Networks with Node-Level Differential
+Privacy", WWW 2024), §3 (APPR and DP-APPR) and §4. Provenance tags: [P] the paper, [R] the
+authors' reference code, [I] an implementer's choice.
 
 - :func:`ista_appr`: the ℓ1-regularised PageRank of Fountoulakis et al. solved by ISTA with step
   size 1 [P: "Algorithm 3 in [16]"; I: the exact form], vectorised densely over the seeds (the
   graph it runs on is DPAR's q′-subsampled training graph: small). Output ``p = D^{1/2} q`` on the
-  PPR scale (entries ≥ 0, ``‖p‖₁ ≤ 1``) [I, A6], the scale the clip bounds C1, C2 were tuned for.
+  PPR scale (entries ≥ 0, ``‖p‖₁ ≤ 1``) [I], the scale the clip bounds C1, C2 were tuned for.
 - :func:`dp_appr`: DP-APPR-EM (Algorithm 1, options I = EM0 and II = EM1) and DP-APPR-GM
   (Algorithm 3): clip, noise on **all N coordinates** (zeros included), top-K over the noisy
-  vector (spec §10.1 items 2–4).
+  vector.
 - Calibration helpers: Kairouz–Oh–Viswanath per-vector budget (Theorems 1 and 3), the inverse of
   the Durfee–Rogers one-shot top-K bound (Corollary 1, paper convention β = C2/ε with the factor
   2), the Gaussian σ, and a sound composition of the M per-vector releases for the report.
@@ -141,7 +142,7 @@ def sound_composition(eps_vec: float, delta_vec: float, m: int, delta_total: flo
     """A standard bound on M (ε_vec, δ_vec) releases at total δ = ``delta_total`` (≥ M·δ_vec):
     the smaller of basic composition (M·ε) and advanced composition (Dwork–Rothblum–Vadhan,
     ``sqrt(2M ln(1/δ′))·ε + M·ε·(e^ε − 1)`` with δ′ = δ_total − M·δ_vec). The paper's KOV
-    corollary is applied outside its small-ε range (spec §4.6.2); this is the figure that
+    corollary is applied outside its small-ε range; this is the figure that
     holds."""
     basic = m * eps_vec
     slack = delta_total - m * delta_vec
@@ -258,7 +259,7 @@ class ApprNoise:
         clip_em: float,
         value_share: float = 0.5,
     ) -> ApprNoise:
-        """Spec §4.5 step 2–3: per-vector budget, then the noise of ``variant``."""
+        """The per-vector budget, then the noise of ``variant`` (DPAR §4)."""
         if variant not in VARIANTS:
             raise ValueError(f"unknown DP-APPR variant {variant!r}; one of {VARIANTS}")
         eps_vec, delta_vec = kov_per_vector(eps_pr, delta_pr, m)

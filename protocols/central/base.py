@@ -40,6 +40,20 @@ EPSILON_CONVENTION = Param(
 )
 
 
+#: δ of a central (ε, δ) guarantee, in (0, 1): declared once here; each strategy re-declares
+#: only its default and help with ``DELTA.but(...)`` (DPAR's default is its Table 1 value).
+DELTA = Param(
+    "delta", float, 2e-3, "δ of the (ε, δ) guarantee",
+    low=0.0, high=1.0, low_open=True, high_open=True,
+)  # fmt: skip
+
+#: The dp-accounting accountant a strategy reports (and calibrates) with; each strategy
+#: re-declares only its help with ``ACCOUNTANT_PARAM.but(help=...)``.
+ACCOUNTANT_PARAM = Param(
+    "accountant", str, "rdp", "dp-accounting accountant: rdp or pld", choices=("rdp", "pld")
+)
+
+
 #: What a central record says of its noise (``release.release_noise``).
 REPLAYABLE = "seeded: replayable from the run seed, not a private release"
 OS_ENTROPY = "OS entropy: drawn on the server at release time, not recoverable from the record"

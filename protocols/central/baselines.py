@@ -1,4 +1,4 @@
-"""The cheap graph-publishing baselines of PPGSL's comparison (spec 004 §5.1): the curator
+"""The cheap graph-publishing baselines of PPGSL's comparison: the curator
 perturbs the uploaded graph's edges and releases the result with the features unchanged.
 
 One module for the family: the four share everything but the edge perturbation (the upload,
@@ -41,7 +41,7 @@ from ..base import EPSILON, CuratorView
 from ..graph import canonical_edges
 from ..graph import sample_free_pairs as graph_sample_free_pairs
 from ..laplace import MIN_EPSILON, DiscreteLaplace
-from ..params import Param, ProtocolParameterError
+from ..params import Param, Params, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng
 from ..types import PrivacyReport, Release
@@ -242,17 +242,18 @@ class EdgePerturbation(CentralStrategy):
         self.label, self.private = VARIANTS[name]
         # random deletion/addition: a defence without a guarantee, like PPGSL's
         self.privacy_model = "central" if self.private else "empirical"
-        self.p = dict(params)
-        eps1 = LAPGRAPH_COUNT_SHARE * float(self.p.get("epsilon", EDGE_EPSILON.default))
+        defaults = {param.name: param.default for param in (EDGE_EPSILON, EDGE_RATIO)}
+        self.p = Params({**defaults, **params})
+        eps1 = LAPGRAPH_COUNT_SHARE * float(self.p.epsilon)
         if name == "lapgraph" and eps1 < MIN_EPSILON:
             raise ProtocolParameterError(
                 f"lapgraph: the edge count's ε₁ = {eps1:.3g} (1 % of ε) is below the discrete "
                 f"Laplace mechanism's minimum {MIN_EPSILON:g}: raise epsilon"
             )
-        if name == "edge-delete" and self.p.get("edge_ratio", EDGE_RATIO.default) > 1.0:
+        if name == "edge-delete" and self.p.edge_ratio > 1.0:
             raise ProtocolParameterError(
                 f"edge-delete: edge_ratio must be in [0, 1] (a share of the edges), got "
-                f"{self.p['edge_ratio']!r}"
+                f"{self.p.edge_ratio!r}"
             )
 
     @classmethod
@@ -269,7 +270,7 @@ class EdgePerturbation(CentralStrategy):
                 f"{self.label}: a heuristic baseline of PPGSL's comparison (spec 004 §5.1); "
                 "no DP guarantee, only the empirical attack AUC measures its protection.",
             )
-        eps = float(self.p.get("epsilon", EDGE_EPSILON.default))
+        eps = float(self.p.epsilon)
         if self.name == "edgerand":
             acc = edgerand_epsilon(eps)
             q = flip_probability(eps)
@@ -301,9 +302,9 @@ class EdgePerturbation(CentralStrategy):
     def perturb(self, edges: np.ndarray, n: int, seed: int) -> np.ndarray:
         """The perturbed canonical edges of ``edges`` (canonical) on ``n`` nodes."""
         rng = stage_rng(seed, f"baseline/{self.name}")
-        ratio = float(self.p.get("edge_ratio", EDGE_RATIO.default))
+        ratio = float(self.p.edge_ratio)
         count = int(round(ratio * len(edges)))
-        eps = float(self.p.get("epsilon", EDGE_EPSILON.default))
+        eps = float(self.p.epsilon)
         if self.name == "edge-delete":
             return delete_edges(edges, count, rng)
         if self.name == "edge-add":

@@ -52,24 +52,27 @@ without importing torch).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..base import CuratorView
-from ..params import ProtocolParameterError
+from ..params import Params, ProtocolParameterError
 from ..registry import register
 from ..rng import stage_rng, stage_seed
+from ..torch_env import auto_device
 from ..types import PrivacyReport, Release
 from . import dpar_privacy as dp
 from .appr import ApprNoise, column_bound, dp_appr, ista_appr, with_self_loops
 from .base import CentralStrategy, UploadedGraph
 from .dpar_model import (  # noqa: F401  (re-exported: benchmarks)
+    Budgets,
+    DparModel,
+    SgdPlan,
+    Structure,
     _adjacency,
     _assemble,
-    _device,
     _drop_cross,
     _init_mlp,
     _mask,
@@ -94,62 +97,6 @@ from .dpar_params import (
     FEATURES_INFERENCE,
     NODP_WEIGHT_DECAY,
 )
-
-
-@dataclass(frozen=True)
-class Budgets:
-    """Raw budgets on G (before the q′ amplification), split between the two phases."""
-
-    eps_raw: float
-    delta_raw: float
-    eps_pr: float
-    delta_pr: float
-    eps_sgd: float
-    delta_sgd: float
-
-
-@dataclass(frozen=True)
-class Structure:
-    """What :meth:`Dpar.structure` builds before training: the labels, the training mask, who
-    is present, the inductive adjacency, the kept slots (and which hold data), Π, the node of
-    each Π row (local index), the DP-APPR noise and the DP-SGD plan."""
-
-    labels: np.ndarray
-    is_train: np.ndarray
-    present: np.ndarray
-    inductive: sp.csr_matrix
-    kept: np.ndarray
-    here: np.ndarray
-    pi: sp.csr_matrix
-    row_nodes: np.ndarray
-    noise: ApprNoise | None
-    plan: SgdPlan
-
-
-@dataclass(frozen=True)
-class SgdPlan:
-    """DP-SGD as run: Poisson rate ``q`` per row, ``steps``, ``rows`` = D (the most rows one
-    node reaches, its own counted), ``noise`` = the noise std over C, and how it was found."""
-
-    q: float
-    steps: int
-    rows: int
-    noise: float
-    calibration: str
-
-
-class DparModel:
-    """The released predictor: θ (``weights``) and the class of every non-training node from
-    Eq. 4 on the inference graph (non-training nodes that uploaded). A training node's class
-    would be f_θ(x_v), a function of its own raw features: it is not released (``-1``)."""
-
-    def __init__(self, weights: dict[str, np.ndarray], labels: np.ndarray) -> None:
-        self.weights = weights
-        self.labels = np.asarray(labels, dtype=np.int64)
-
-    def predict(self, nodes: np.ndarray) -> np.ndarray:
-        return self.labels[np.asarray(nodes, dtype=np.int64)]
-
 
 #: The registered names and the variant each chooses.
 VARIANTS = {
@@ -209,7 +156,7 @@ class Dpar(CentralStrategy):
         p.update({EM1_VALUE_SHARE.name: EM1_VALUE_SHARE.default})
         p[FEATURES_INFERENCE.name] = FEATURES_INFERENCE.default
         p.update(params)
-        self.p = p
+        self.p = Params(p)
         budgets = self.budgets()
         if budgets is not None and budgets.delta_raw >= 1.0:
             raise ProtocolParameterError(
@@ -232,7 +179,7 @@ class Dpar(CentralStrategy):
     @property
     def proven(self) -> bool:
         """``epsilon_convention=proven``: the noise is calibrated to the proven bound."""
-        return self.private and self.p["epsilon_convention"] != "paper"
+        return self.private and self.p.epsilon_convention != "paper"
 
     @property
     def amplify(self) -> bool:
@@ -248,7 +195,7 @@ class Dpar(CentralStrategy):
     @property
     def capped(self) -> bool:
         """Π's columns are capped at D_max rows (proven, or paper with strict)."""
-        return self.uses_appr and (self.proven or self.p["sgd_sensitivity"] == "strict")
+        return self.uses_appr and (self.proven or self.p.sgd_sensitivity == "strict")
 
     def budgets(self) -> Budgets | None:
         """The raw budgets on G. paper: ε/q′ and δ/q′ (Theorem 2's linear rule); proven: the
@@ -256,7 +203,7 @@ class Dpar(CentralStrategy):
         amplification); fixed sampling claims no amplification (raw = request)."""
         if not self.private:
             return None
-        qp, eps, delta = self.p["q_prime"], self.p["epsilon"], self.p["delta"]
+        qp, eps, delta = self.p.q_prime, self.p.epsilon, self.p.delta
         if not self.proven:
             eps_raw, delta_raw = eps / qp, delta / qp
         elif self.amplify:
@@ -265,7 +212,7 @@ class Dpar(CentralStrategy):
             eps_raw, delta_raw = eps, delta
         if not self.uses_appr:
             return Budgets(eps_raw, delta_raw, 0.0, 0.0, eps_raw, delta_raw)
-        r, rd = self.p["pr_share"], self.p["delta_pr_share"]
+        r, rd = self.p.pr_share, self.p.delta_pr_share
         return Budgets(
             eps_raw, delta_raw, r * eps_raw, rd * delta_raw, (1 - r) * eps_raw, (1 - rd) * delta_raw
         )
@@ -276,8 +223,8 @@ class Dpar(CentralStrategy):
             return None
         make = ApprNoise.proven if self.proven else ApprNoise.calibrate
         return make(
-            self.variant, b.eps_pr, b.delta_pr, self.p["appr_nodes"], self.p["top_k"],
-            self.p["clip_gm"], self.p["clip_em"], self.p["em1_value_share"],
+            self.variant, b.eps_pr, b.delta_pr, self.p.appr_nodes, self.p.top_k,
+            self.p.clip_gm, self.p.clip_em, self.p.em1_value_share,
         )  # fmt: skip
 
     def sgd_plan(self, rows: int, d_rows: int) -> SgdPlan:
@@ -285,27 +232,25 @@ class Dpar(CentralStrategy):
         from . import dpsgd
 
         p, b = self.p, self.budgets()
-        q = min(1.0, p["batch_size"] / rows)
-        steps = p["sgd_epochs"] * math.ceil(rows / p["batch_size"])
+        q = min(1.0, p.batch_size / rows)
+        steps = p.sgd_epochs * math.ceil(rows / p.batch_size)
         if b is None:
             return SgdPlan(q, steps, d_rows, 0.0, "none")
         with dp.quiet_absl():
             if self.proven and d_rows == 1:
-                z = dpsgd.calibrate_noise_multiplier(
-                    b.eps_sgd, b.delta_sgd, q, steps, p["accountant"]
-                )
-                return SgdPlan(q, steps, 1, z, f"proven: {p['accountant'].upper()}, D = 1")
+                z = dpsgd.calibrate_noise_multiplier(b.eps_sgd, b.delta_sgd, q, steps, p.accountant)
+                return SgdPlan(q, steps, 1, z, f"proven: {p.accountant.upper()}, D = 1")
             if self.proven:
                 z = dp.calibrate_strict_sgd(b.eps_sgd, b.delta_sgd, q, steps, d_rows)
                 return SgdPlan(q, steps, d_rows, z, f"proven: RDP triangle bound, D = {d_rows}")
-            if p["sgd_sensitivity"] == "strict":
+            if p.sgd_sensitivity == "strict":
                 rate = dp.strict_rate(q, d_rows)
                 z = dpsgd.calibrate_noise_multiplier(
-                    b.eps_sgd, b.delta_sgd, rate, steps, p["accountant"]
+                    b.eps_sgd, b.delta_sgd, rate, steps, p.accountant
                 )
                 return SgdPlan(q, steps, d_rows, z * (2 * d_rows - 1), "paper, strict (heuristic)")
-            tau = p["column_tau"] if self.uses_appr else 1.0
-            z = dpsgd.calibrate_noise_multiplier(b.eps_sgd, b.delta_sgd, q, steps, p["accountant"])
+            tau = p.column_tau if self.uses_appr else 1.0
+            z = dpsgd.calibrate_noise_multiplier(b.eps_sgd, b.delta_sgd, q, steps, p.accountant)
             return SgdPlan(q, steps, d_rows, z * tau, "paper: τ-scaled sensitivity (Theorem 2)")
 
     def sgd_epsilon(self, plan: SgdPlan) -> tuple[float, float]:
@@ -314,11 +259,11 @@ class Dpar(CentralStrategy):
 
         b = self.budgets()
         assert b is not None
-        tau = self.p["column_tau"] if self.uses_appr else 1.0
+        tau = self.p.column_tau if self.uses_appr else 1.0
         with dp.quiet_absl():
             if plan.rows == 1:
                 proven = dpsgd.sgd_epsilon(
-                    plan.noise, plan.q, plan.steps, b.delta_sgd, self.p["accountant"]
+                    plan.noise, plan.q, plan.steps, b.delta_sgd, self.p.accountant
                 )
             else:
                 proven = dp.strict_sgd_epsilon(
@@ -352,45 +297,21 @@ class Dpar(CentralStrategy):
 
         # Node subsample q′ over the public slots (data-independent), then the seeds.
         rng = stage_rng(seed, f"{self.name}/nodes")
-        if p["node_sampling"] == "fixed":
-            kept = np.sort(rng.permutation(slots)[: math.ceil(p["q_prime"] * slots.size)])
+        if p.node_sampling == "fixed":
+            kept = np.sort(rng.permutation(slots)[: math.ceil(p.q_prime * slots.size)])
         else:
-            kept = slots[rng.random(slots.size) < p["q_prime"]]
+            kept = slots[rng.random(slots.size) < p.q_prime]
         big_n = kept.size
         if big_n == 0:
             raise ValueError(
-                f"{self.name}: the q′ = {p['q_prime']:g} subsample of {slots.size} training "
+                f"{self.name}: the q′ = {p.q_prime:g} subsample of {slots.size} training "
                 "slots is empty; raise q_prime"
             )
         here = present[kept]  # which kept slots hold a node's data
         # G on the kept slots: an absent slot is an isolated vertex (a self-loop only).
         sub = inductive[kept][:, kept]
         sub = with_self_loops(sp.diags(here.astype(float)) @ sub @ sp.diags(here.astype(float)))
-        if self.uses_appr:
-            m, k = p["appr_nodes"], p["top_k"]
-            if m > big_n or k > big_n:
-                raise ValueError(
-                    f"{self.name}: appr_nodes M = {m} and top_k K = {k} must not exceed the "
-                    f"{big_n} kept slots of the q′-subsampled training graph; lower them or "
-                    "raise q_prime"
-                )
-            seeds = np.sort(rng.choice(big_n, size=m, replace=False))
-            exact = ista_appr(sub, seeds, p["ppr_alpha"], p["ista_rho"], p["ista_gamma"])
-            exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
-            noise = self.appr_noise()
-            arng = stage_rng(seed, f"{self.name}/appr")
-            idx, val = dp_appr(exact, noise, k, p["clip_gm"], p["clip_em"], arng)
-            pi = _assemble(idx, val, seeds, big_n, p["non_appr_rows"])
-            own = _own_rows(seeds, big_n, p["non_appr_rows"])
-            if self.capped:
-                pi = cap_column_rows(pi, own, p["column_rows_cap"])  # post-processing
-            pi = column_bound(pi, p["column_tau"], p["column_mode"])
-            row_nodes = seeds if p["non_appr_rows"] == "exclude" else np.arange(big_n)
-        else:
-            noise = None
-            pi = sp.identity(big_n, format="csr")  # Features: Π = I (paper §4 baselines)
-            own = np.arange(big_n)
-            row_nodes = np.arange(big_n)
+        pi, own, row_nodes, noise = self._pi(sub, here, rng, seed)
         rows = pi.shape[0]
         d_rows = max(1, int(column_rows(pi, own).max(initial=0)))
         return Structure(
@@ -398,84 +319,125 @@ class Dpar(CentralStrategy):
             self.sgd_plan(rows, d_rows),
         )  # fmt: skip
 
+    def _pi(
+        self, sub: sp.csr_matrix, here: np.ndarray, rng: np.random.Generator, seed: int
+    ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, ApprNoise | None]:
+        """Step 3: DP-APPR on the kept slots' graph ``sub`` → Π (capped and column-bounded),
+        each node's own row, the node of each Π row and the noise; Π = I for Features.
+        ``rng`` continues the node-subsample stream (the seeds are drawn from it)."""
+        p = self.p
+        big_n = here.size
+        if not self.uses_appr:
+            ident = np.arange(big_n)
+            # Features: Π = I (paper §4 baselines)
+            return sp.identity(big_n, format="csr"), ident, ident, None
+        m, k = p.appr_nodes, p.top_k
+        if m > big_n or k > big_n:
+            raise ValueError(
+                f"{self.name}: appr_nodes M = {m} and top_k K = {k} must not exceed the "
+                f"{big_n} kept slots of the q′-subsampled training graph; lower them or "
+                "raise q_prime"
+            )
+        seeds = np.sort(rng.choice(big_n, size=m, replace=False))
+        exact = ista_appr(sub, seeds, p.ppr_alpha, p.ista_rho, p.ista_gamma)
+        exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
+        noise = self.appr_noise()
+        arng = stage_rng(seed, f"{self.name}/appr")
+        idx, val = dp_appr(exact, noise, k, p.clip_gm, p.clip_em, arng)
+        pi = _assemble(idx, val, seeds, big_n, p.non_appr_rows)
+        own = _own_rows(seeds, big_n, p.non_appr_rows)
+        if self.capped:
+            pi = cap_column_rows(pi, own, p.column_rows_cap)  # post-processing
+        pi = column_bound(pi, p.column_tau, p.column_mode)
+        row_nodes = seeds if p.non_appr_rows == "exclude" else np.arange(big_n)
+        return pi, own, row_nodes, noise
+
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        p = self.p
+        st = self.structure(graph, curator, seed)
+        device = auto_device(curator.device)
+        trained = self._train(graph, st, seed, device)
+        released = self._predict(graph, st, trained, device)
+        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
+        report = self.privacy_report(graph.num_features, noise=st.noise, plan=st.plan)
+        plan = st.plan
+        stats = {
+            "training_nodes": int(st.present.sum()),
+            "training_slots": int(np.flatnonzero(st.is_train).size),
+            "subsampled_nodes": int(st.here.sum()),
+            "kept_slots": int(st.kept.size),
+            "rows": int(st.pi.shape[0]),
+            "appr_rows": int(p.appr_nodes) if self.uses_appr else 0,
+            "sgd_q": plan.q,
+            "sgd_steps": int(plan.steps),
+            "noise_multiplier": float(plan.noise),
+            "pi_nonzeros": int(st.pi.nnz),
+            "sgd_sensitivity": p.sgd_sensitivity,
+            # Most rows one node's removal moves (its own counted): D of the accounting.
+            "column_rows": plan.rows,
+        }
+        return Release.of_model(model, graph.num_nodes, report, stats)
+
+    def _train(self, graph: UploadedGraph, st: Structure, seed: int, device: str) -> dict:
+        """Step 4: DP-SGD (plain Adam for DPARNoDP) of f_θ on Π's rows; θ as tensors."""
         import torch
 
         from . import dpsgd
 
-        p = self.p
-        st = self.structure(graph, curator, seed)
-        labels, is_train, present, inductive = st.labels, st.is_train, st.present, st.inductive
-        kept, here, pi, row_nodes, noise, plan = (
-            st.kept, st.here, st.pi, st.row_nodes, st.noise, st.plan
-        )  # fmt: skip
-        n, big_n, rows, d_rows = graph.num_nodes, kept.size, pi.shape[0], plan.rows
-        slots = np.flatnonzero(is_train)
+        p, plan = self.p, st.plan
+        labels, kept, here, row_nodes = st.labels, st.kept, st.here, st.row_nodes
         if self.private:
-            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, p["sgd_clip"], plan.noise, p["sgd_lr"])
+            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, p.sgd_clip, plan.noise, p.sgd_lr)
         else:
-            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p["sgd_lr"], NODP_WEIGHT_DECAY)
-
-        device = _device(curator.device)
+            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p.sgd_lr, NODP_WEIGHT_DECAY)
         x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
         x_sub = torch.as_tensor(x_kept, device=device)
         y_rows = torch.as_tensor(
             np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device
         )
         row_here = torch.as_tensor(here[row_nodes], device=device)
-        nbr_idx, nbr_w = _padded(pi)
+        nbr_idx, nbr_w = _padded(st.pi)
         nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
         nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
         classes = int(max(labels.max(), 0)) + 1
         gen = torch.Generator(device=device)
         gen.manual_seed(stage_seed(seed, f"{self.name}/sgd"))
-        params = _init_mlp(graph.num_features, p["mlp_hidden"], classes, gen, device)
-        drop = float(p["mlp_dropout"])
+        params = _init_mlp(graph.num_features, p.mlp_hidden, classes, gen, device)
+        drop = float(p.mlp_dropout)
 
         def make_batch(i: torch.Tensor) -> tuple[torch.Tensor, ...]:
             i = i[row_here[i]]  # an absent node's row is sampled but holds no example
             xi = x_sub[nbr_idx_t[i]]  # [B, K, d]: one example = a target and its neighbours
             keep_in = _mask(xi.shape, drop, gen, device)
-            keep_h = _mask((*xi.shape[:2], p["mlp_hidden"]), drop, gen, device)
+            keep_h = _mask((*xi.shape[:2], p.mlp_hidden), drop, gen, device)
             return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
 
-        trained = dpsgd.train(
-            target_loss, params, rows, make_batch, sgd, gen, clipped_sum=target_clipped_sum
-        )
+        return dpsgd.train(
+            target_loss, params, st.pi.shape[0], make_batch, sgd, gen,
+            clipped_sum=target_clipped_sum,
+        )  # fmt: skip
 
-        # Eq. 4 on the non-training nodes that uploaded; training nodes: f_θ(x_v) alone.
+    def _predict(
+        self, graph: UploadedGraph, st: Structure, trained: dict, device: str
+    ) -> np.ndarray:
+        """Step 5: Eq. 4 on the non-training nodes that uploaded; a training node gets -1."""
+        import torch
+
+        p = self.p
         with torch.no_grad():
             x_all = torch.as_tensor(np.asarray(graph.x, dtype=np.float32), device=device)
             logits = mlp_logits(trained, x_all).cpu().numpy().astype(np.float64)
-        steps_p = p["inference_steps"]
-        if self.variant == "features" and p["features_inference"] == "mlp":
+        steps_p = p.inference_steps
+        if self.variant == "features" and p.features_inference == "mlp":
             steps_p = 0
         # ``inductive`` has no cross edge; zeroing the training rows leaves training nodes
         # with no edge at all (a self-loop: Eq. 4 returns f_θ(x_v)).
-        test_side = sp.diags((~is_train).astype(float)) @ inductive
-        scores = power_iteration(with_self_loops(test_side), logits, p["ppr_alpha"], steps_p)
+        test_side = sp.diags((~st.is_train).astype(float)) @ st.inductive
+        scores = power_iteration(with_self_loops(test_side), logits, p.ppr_alpha, steps_p)
         # A training node's f_θ(x_v) is a function of its own raw features, not of θ alone:
         # it is not released (-1, "no prediction"); the release is θ and the non-training
         # nodes' classes.
-        released = np.where(is_train, -1, scores.argmax(1))
-        model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
-        report = self.privacy_report(graph.num_features, noise=noise, plan=plan)
-        stats = {
-            "training_nodes": int(present.sum()),
-            "training_slots": int(slots.size),
-            "subsampled_nodes": int(here.sum()),
-            "kept_slots": int(big_n),
-            "rows": int(rows),
-            "appr_rows": int(p["appr_nodes"]) if self.uses_appr else 0,
-            "sgd_q": plan.q,
-            "sgd_steps": int(plan.steps),
-            "noise_multiplier": float(plan.noise),
-            "pi_nonzeros": int(pi.nnz),
-            "sgd_sensitivity": p["sgd_sensitivity"],
-            # Most rows one node's removal moves (its own counted): D of the accounting.
-            "column_rows": d_rows,
-        }
-        return Release.of_model(model, n, report, stats)
+        return np.where(st.is_train, -1, scores.argmax(1))
 
     # --- privacy ------------------------------------------------------------------------
 
@@ -488,113 +450,10 @@ class Dpar(CentralStrategy):
         **_: Any,
     ) -> PrivacyReport:
         """Node-level (ε, δ) under add/remove (docs/privacy/dpar.md): the proven headline and
-        the paper's figure beside it. Before a release (no ``plan``: its rows and D are not
-        known yet) a proven run states its calibration target, which the release meets; a
-        paper run's proven ε needs the release and is ∞ until then."""
-        p = self.p
-        b = self.budgets()
-        if b is None:
-            return PrivacyReport.no_privacy(
-                self.name,
-                "non-private DPAR: raw data to a trusted curator",
-                "no privacy: DPAR without DP (ε = ∞ per node)",
-                ("node",),
-                "DPARNoDP: the same model without clipping or noise (upper reference).",
-            )
-        qp = p["q_prime"]
-        conv = "proven" if self.proven else "paper"
-        parts: list[dict[str, Any]] = []
-        eps_pr = eps_pr_paper = 0.0
-        if self.uses_appr:
-            noise = noise or self.appr_noise()
-            assert noise is not None
-            m, k = p["appr_nodes"], p["top_k"]
-            eps_pr = noise.proven_epsilon(m, k, p["clip_gm"], b.delta_pr)
-            eps_pr_paper = (
-                b.eps_pr if not self.proven else noise.paper_epsilon(m, k, p["clip_gm"], b.delta_pr)
-            )
-            how = (
-                f"one Gaussian mechanism of sensitivity √(2M)·C1 (M = {m}), exact (Balle–Wang)"
-                if noise.variant == "gm"
-                else f"exact composition of {k * m} Gumbel peels (2ε_g each)"
-                + (f" and {k * m} discrete Laplace values" if noise.variant == "em1" else "")
-            )
-            parts.append({
-                "part": "dp-appr", "mechanism": f"DP-APPR-{noise.variant.upper()}",
-                "unit": "node", "epsilon": eps_pr, "epsilon_paper": eps_pr_paper,
-                "delta": b.delta_pr, "accountant": how, "eps_gumbel": noise.eps_gumbel,
-                "gumbel_beta": noise.beta, "eps_value": noise.eps_value,
-                "laplace_b": noise.laplace_b,
-                "value_levels": noise.levels if noise.eps_value else 0,
-                "gm_sigma": noise.sigma, "gm_sigma_rule": noise.sigma_rule,
-                "M": m, "K": k, "C1": p["clip_gm"], "C2": p["clip_em"],
-            })  # fmt: skip
-        part: dict[str, Any] = {
-            "part": "dp-sgd", "unit": "node", "delta": b.delta_sgd, "C": p["sgd_clip"],
-            "target_epsilon": b.eps_sgd, "sensitivity": p["sgd_sensitivity"],
-            "D_max": p["column_rows_cap"] if self.capped else None,
-            "mechanism": "Poisson-subsampled Gaussian, per-target clipping; one node moves "
-            "its own row and every row that reads its features (≤ D rows)",
-        }  # fmt: skip
-        if plan is not None:
-            eps_sgd, eps_sgd_paper = self.sgd_epsilon(plan)
-            part.update({
-                "epsilon": eps_sgd, "epsilon_paper": eps_sgd_paper, "q": plan.q,
-                "steps": plan.steps, "D": plan.rows, "noise_multiplier": plan.noise,
-                "calibration": plan.calibration,
-                "accountant": "dp_accounting " + (
-                    f"{p['accountant'].upper()} (add/remove one row)" if plan.rows == 1
-                    else "RDP, weak triangle inequality through the world without the D rows"
-                ),
-            })  # fmt: skip
-        else:
-            eps_sgd = b.eps_sgd if self.proven else math.inf
-            eps_sgd_paper = b.eps_sgd if not self.proven else math.nan
-            part.update({"epsilon": eps_sgd, "epsilon_paper": eps_sgd_paper, "D": None})
-        parts.append(part)
-        raw = eps_pr + eps_sgd
-        eps = dp.amplified(raw, qp) if self.amplify else raw
-        delta = qp * b.delta_raw if self.amplify else b.delta_raw
-        if not self.proven:  # the paper's figure is its own calibration target
-            eps_sgd_paper = b.eps_sgd
-        raw_paper = eps_pr_paper + eps_sgd_paper
-        paper_eps = qp * raw_paper if math.isfinite(raw_paper) else None
-        notes = [
-            f"epsilon_convention={conv}: "
-            + (
-                "the noise is calibrated so this proven bound equals the requested ε."
-                if self.proven
-                else "the paper's calibration (§4, Theorems 1–3); the headline is the proven ε of "
-                "that noise, paper_epsilon the paper's q′·(ε_pr + ε_sgd)."
-            ),
-            "Node-level DP under add/remove of one training node (features, label, edges) "
-            "over the public training slots (docs/privacy/dpar.md).",
-            f"ε = {eps:.4g}: proven raw ε_pr + ε_sgd = {raw:.4g} on the subsampled graph, "
-            + (f"amplified by Poisson slot sampling q′ = {qp:g} as ln(1 + q′(e^ε − 1))."
-               if self.amplify else "not amplified (fixed-size slot sampling)."),
-            "The paper's DP-SGD accounting (τ-scaled sensitivity, Theorem 2) assumes a loss "
-            "linear in Π; per-target clipping breaks it (a node moves up to D rows): the "
-            "proven figure uses D.",
-            "The test graph (non-training nodes) is used without protection at inference; "
-            "hyper-parameters were not chosen privately.",
-        ]  # fmt: skip
-        if plan is None and not self.proven:
-            notes.insert(0, "ε = ∞ until the release: the proven ε of the paper's noise needs "
-                         "the rows N and the D of the released Π.")  # fmt: skip
-        paper_text = f"{paper_eps:.4g}" if paper_eps is not None else "n/a"
-        return PrivacyReport(
-            protocol=self.name,
-            unit="node",
-            epsilon=eps,
-            delta=delta,
-            accountant="dp_accounting RDP/PLD and exact bounds (docs/privacy/dpar.md); "
-            "Poisson amplification by q′",
-            parts=parts,
-            paper_epsilon=paper_eps,
-            notes=notes,
-            headline=(
-                f"node-level (ε = {eps:.4g}, δ = {delta:.3g}), proven (add/remove one node; "
-                f"epsilon_convention={conv}); the paper's convention states ε = {paper_text}"
-            ),
-            unit_epsilons={"node": eps},
-        )
+        the paper's figure beside it (:func:`.dpar_report.privacy_report`). Before a release
+        (no ``plan``: its rows and D are not known yet) a proven run states its calibration
+        target, which the release meets; a paper run's proven ε needs the release and is ∞
+        until then."""
+        from .dpar_report import privacy_report
+
+        return privacy_report(self, noise, plan)

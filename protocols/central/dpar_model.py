@@ -8,18 +8,13 @@ inference power iteration (Eq. 4). torch is imported inside functions (the regis
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-
-def _device(device: str) -> str:
-    if device in ("auto", ""):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+from .appr import ApprNoise
 
 
 def _adjacency(edges: np.ndarray, n: int) -> sp.csr_matrix:
@@ -81,7 +76,7 @@ def cap_column_rows(pi: sp.spmatrix, own: np.ndarray, d_max: int) -> sp.csr_matr
     own row is always kept and always counted, of the other entries the ``d_max − 1`` largest
     in |value| stay (ties: the lower row). A node without an own row (``exclude``) keeps
     ``d_max − 1`` too, so one node moves at most C + 2C·(d_max − 1) of the clipped sum.
-    Post-processing of the DP-APPR output (spec A9)."""
+    Post-processing of the DP-APPR output."""
     if d_max < 1:
         raise ValueError(f"column_rows_cap must be >= 1, got {d_max}")
     coo = sp.coo_matrix(pi)
@@ -199,3 +194,61 @@ def power_iteration(adj: sp.csr_matrix, h: np.ndarray, alpha: float, steps: int)
     for _ in range(steps):
         out = (1.0 - alpha) * (walk @ out) + alpha * h
     return out
+
+
+# --- what the strategy builds and releases -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Raw budgets on G (before the q′ amplification), split between the two phases."""
+
+    eps_raw: float
+    delta_raw: float
+    eps_pr: float
+    delta_pr: float
+    eps_sgd: float
+    delta_sgd: float
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What :meth:`Dpar.structure` builds before training: the labels, the training mask, who
+    is present, the inductive adjacency, the kept slots (and which hold data), Π, the node of
+    each Π row (local index), the DP-APPR noise and the DP-SGD plan."""
+
+    labels: np.ndarray
+    is_train: np.ndarray
+    present: np.ndarray
+    inductive: sp.csr_matrix
+    kept: np.ndarray
+    here: np.ndarray
+    pi: sp.csr_matrix
+    row_nodes: np.ndarray
+    noise: ApprNoise | None
+    plan: SgdPlan
+
+
+@dataclass(frozen=True)
+class SgdPlan:
+    """DP-SGD as run: Poisson rate ``q`` per row, ``steps``, ``rows`` = D (the most rows one
+    node reaches, its own counted), ``noise`` = the noise std over C, and how it was found."""
+
+    q: float
+    steps: int
+    rows: int
+    noise: float
+    calibration: str
+
+
+class DparModel:
+    """The released predictor: θ (``weights``) and the class of every non-training node from
+    Eq. 4 on the inference graph (non-training nodes that uploaded). A training node's class
+    would be f_θ(x_v), a function of its own raw features: it is not released (``-1``)."""
+
+    def __init__(self, weights: dict[str, np.ndarray], labels: np.ndarray) -> None:
+        self.weights = weights
+        self.labels = np.asarray(labels, dtype=np.int64)
+
+    def predict(self, nodes: np.ndarray) -> np.ndarray:
+        return self.labels[np.asarray(nodes, dtype=np.int64)]

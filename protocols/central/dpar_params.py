@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..base import EPSILON
 from ..params import Param
+from . import base
 from .base import EPSILON_CONVENTION
 
 #: Weight decay of the non-private branch only [R].
@@ -14,15 +15,13 @@ DP_EPSILON = EPSILON.but(
     help="total node-level ε: the proven bound (epsilon_convention=proven) or the DPAR paper's "
     "q′·(ε_pr + ε_sgd) (paper; the headline is then the proven ε of that noise)"
 )
-DELTA = Param(
-    "delta", float, 2e-3,
-    "node-level δ = q′·(δ_pr + δ_sgd) (Bernoulli q′; fixed: δ_pr + δ_sgd); 0 or unset: 2e-3 "
-    "(Table 1's Cora-ML value)",
-    low=0.0, high=1.0, low_open=True, high_open=True,
-)  # fmt: skip
+DELTA = base.DELTA.but(
+    help="node-level δ = q′·(δ_pr + δ_sgd) (Bernoulli q′; fixed: δ_pr + δ_sgd); 0 or unset: "
+    "2e-3 (Table 1's Cora-ML value)"
+)
 
 PR_SHARE = Param(
-    "pr_share", float, 0.5, "share of ε spent on DP-APPR (the rest on DP-SGD; spec A2)",
+    "pr_share", float, 0.5, "share of ε spent on DP-APPR (the rest on DP-SGD)",
     low=0.0, high=1.0, low_open=True, high_open=True,
 )  # fmt: skip
 DELTA_PR_SHARE = Param(
@@ -96,10 +95,7 @@ COLUMN_ROWS_CAP = Param(
     "entries of a longer Π column are dropped); applies under proven and paper+strict",
     low=1,
 )  # fmt: skip
-ACCOUNTANT_PARAM = Param(
-    "accountant", str, "rdp", "dp-accounting accountant of DP-SGD: rdp or pld",
-    choices=("rdp", "pld"),
-)  # fmt: skip
+ACCOUNTANT_PARAM = base.ACCOUNTANT_PARAM.but(help="dp-accounting accountant of DP-SGD: rdp or pld")
 FEATURES_INFERENCE = Param(
     "features_inference", str, "power_iteration",
     "Features baseline at test time: power_iteration (Eq. 4, as the reference) or mlp",

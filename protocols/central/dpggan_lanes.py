@@ -1,7 +1,7 @@
 """DPGGAN / DPGVAE on many graphs at once: the per-graph training of :mod:`.dpggan` run in
 *lanes*, one lane per graph, every step of every lane in one batched forward and backward.
 
-Why: the paper trains one model per graph (spec §8 #25) and a model is tiny (816 generator
+Why: the paper trains one model per graph and a model is tiny (816 generator
 parameters; at q = 0.01 a step samples about 2 nodes of a DBLP graph and 0.13 of an IMDB one),
 so graph by graph the time goes to Python and autograd overhead, not arithmetic: 69 DBLP graphs
 × 2,000 steps took about 8 minutes on one core, 1,500 IMDB graphs over an hour. Batched, the
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..params import Params
 from ..rng import stage_rng, stage_seed
 from .dpggan_model import (
     EPS_LOG,
@@ -79,7 +80,7 @@ def chunks_by_size(
 def fit_and_generate_many(
     parts: Sequence[tuple[np.ndarray, int]],
     plan: Plan,
-    p: dict[str, Any],
+    p: Params,
     gan: bool,
     seed: int,
     slots: int = CHUNK_SLOTS,
@@ -191,7 +192,7 @@ class _Lanes:
     """One chunk of graphs trained together (see the module docstring)."""
 
     def __init__(
-        self, graphs: list[tuple[np.ndarray, int, int]], p: dict[str, Any], gan: bool, seed: int
+        self, graphs: list[tuple[np.ndarray, int, int]], p: Params, gan: bool, seed: int
     ) -> None:
         import torch
 
@@ -212,7 +213,7 @@ class _Lanes:
         self.theta = _stack([i[1] for i in inits])
         self.disc_g = _stack([i[2] for i in inits], self.rows)
         self.disc_f = _stack([i[3] for i in inits])
-        lr = p["dpg_lr"]
+        lr = p.dpg_lr
         self.opt_f = _MaskedAdam(self.theta, lr)
         self.opt_e = _MaskedAdam(self.enc, lr)
         self.opt_d = _MaskedAdam({**self.disc_g, **self.disc_f}, lr)
@@ -226,7 +227,7 @@ class _Lanes:
             np.sort(np.concatenate(keys)) if keys else np.zeros(0, np.int64), dtype=torch.long
         )
         self.empty = np.zeros(len(graphs), dtype=np.int64)
-        self.clip = p["dpg_clip"]
+        self.clip = p.dpg_clip
 
     def _adjacency(self, lanes: Any, idx: Any, mask: Any) -> Any:
         """The sampled subgraphs' adjacency (lanes × rows × rows, padded pairs 0)."""
@@ -245,7 +246,7 @@ class _Lanes:
         import torch
 
         p = self.p
-        q = p["dpg_q"]
+        q = p.dpg_q
         per_epoch = math.ceil(1.0 / q)
         n_lanes = len(self.sizes)
         divisor = torch.tensor([q * n for n in self.sizes], dtype=torch.float64)[:, None]
@@ -256,7 +257,7 @@ class _Lanes:
         uniform = torch.ones(n_lanes, self.rows)
         noise = torch.zeros(n_lanes, sum(widths), dtype=torch.float64)
         for step in range(plan.steps):
-            std = plan.sigma * self.clip * p["dpg_sensitivity_multiplier"]
+            std = plan.sigma * self.clip * p.dpg_sensitivity_multiplier
             for lane, (n, g) in enumerate(zip(self.sizes, self.g_sample, strict=True)):
                 torch.rand(n, generator=g, out=uniform[lane, :n])
             picked = uniform < q
@@ -286,17 +287,20 @@ class _Lanes:
                 if grads_d is not None:
                     self.opt_d.step(grads_d, which)
             if (step + 1) % per_epoch == 0:
-                self.clip *= p["dpg_clip_decay"]
+                self.clip *= p.dpg_clip_decay
 
     def _step(self, lanes: Any, picked: Any, counts: Any, std: float) -> tuple[dict, dict, Any]:
-        """The forward and the three gradients of spec §2.9 for the lanes with a sample
-        (``picked``: the lanes' Poisson samples as a lanes × rows mask): Σ_i clip_C(g_i) per
-        lane, the encoder's and the discriminator's gradients."""
+        """The forward and the three gradients of one step (as
+        :func:`.dpggan_train._train_step`) for the lanes with a sample (``picked``: the lanes'
+        Poisson samples as a lanes × rows mask): Σ_i clip_C(g_i) per lane, the encoder's and
+        the discriminator's gradients."""
+        # Long on purpose: the forward pass and the three gradients share every intermediate
+        # tensor, and the draws must run in this order (the seeded tests hold it).
         import torch
         import torch.nn.functional as fn
 
         p, gan = self.p, self.gan
-        lam1, lam2 = p["dpg_lambda1"], p["dpg_lambda2"]
+        lam1, lam2 = p.dpg_lambda1, p.dpg_lambda2
         sizes = counts[lanes]
         width = int(sizes.max())
         mask = (torch.arange(width)[None, :] < sizes[:, None]).to(torch.float64)
@@ -322,7 +326,7 @@ class _Lanes:
         frozen_w1 = self.disc_g["w1"].detach()[lanes]
         frozen_f = {k: v.detach()[lanes] for k, v in self.disc_f.items()}
         real_r = _disc_features(norm, frozen_w0, frozen_w1)
-        balanced = p["dpg_pos_weight"] == "batch_balanced"
+        balanced = p.dpg_pos_weight == "batch_balanced"
 
         def soft(f_rows: Any) -> Any:
             return torch.sigmoid(f_rows @ f_rows.transpose(-1, -2)) * off
@@ -345,7 +349,7 @@ class _Lanes:
             g_loss = -fn.logsigmoid(_disc_logit(fake_r, frozen_f))
             return rec, g_loss
 
-        # per-node copies θ_{l,i} of each lane's generator (spec §2.5)
+        # per-node copies θ_{l,i} of each lane's generator
         copies = {
             k: v.detach()[lanes][:, None].expand(-1, width, *v.shape[1:]).clone().requires_grad_()
             for k, v in self.theta.items()
@@ -397,7 +401,7 @@ class _Lanes:
             g_gen = torch.Generator().manual_seed(stage_seed(self.seed, f"{stream}/generate"))
             theta = {k: v.detach()[lane] for k, v in self.theta.items()}
             with torch.no_grad():
-                if self.p["dpg_generation"] == "encoder":  # not private: the ablation
+                if self.p.dpg_generation == "encoder":  # not private: the ablation
                     adj = torch.zeros(n, n, dtype=torch.float64)
                     if edges.size:
                         e = torch.as_tensor(edges, dtype=torch.long)

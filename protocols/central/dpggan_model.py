@@ -1,4 +1,4 @@
-"""The pieces of DPGGAN / DPGVAE (spec shared/specs/002-dpggan.md) that the graph-by-graph
+"""The pieces of DPGGAN / DPGVAE (Yang et al., IJCAI 2021) that the graph-by-graph
 reference (:mod:`.dpggan`) and the lanes (:mod:`.dpggan_lanes`) share: layer sizes, the run's
 plan, the GCN normalisation, the generator, the soft adjacency, parameter initialisation and the
 edge selection of a generated graph. Both import them from here, so neither imports the other's
@@ -17,8 +17,9 @@ import numpy as np
 
 from ..graph import canonical_edges
 from ..laplace import DiscreteLaplace
+from ..params import Params
 
-#: Layer sizes [P App. C, R §2.3]: encoder 32 → 16, generator 16 → 16 → 32, discriminator
+#: Layer sizes [P App. C, R]: encoder 32 → 16, generator 16 → 16 → 32, discriminator
 #: GCN 32 → 16 and MLP 16 → 32 → 1.
 ENC_HIDDEN, LATENT, GEN_HIDDEN, GEN_OUT, DISC_HIDDEN, DISC_OUT, DISC_MLP = (
     32,
@@ -105,13 +106,13 @@ def init_params(n: int, gen: Any) -> tuple[dict, dict, dict, dict]:
 
 
 def select_edges(
-    probs: np.ndarray, true_m: int, plan: Plan, p: dict[str, Any], rng: np.random.Generator
+    probs: np.ndarray, true_m: int, plan: Plan, p: Params, rng: np.random.Generator
 ) -> np.ndarray:
-    """The generated graph's edges (u < v) from the pair probabilities (spec §2.10)."""
+    """The generated graph's edges (u < v) from the pair probabilities."""
     n = probs.shape[0]
     iu, ju = np.triu_indices(n, k=1)
     scores = probs[iu, ju]
-    how = p["dpg_edge_selection"]
+    how = p.dpg_edge_selection
     if how in ("topk_dp", "topk_true"):
         m = true_m
         if how == "topk_dp":

@@ -7,7 +7,7 @@ that accountant (never by hand).
 A model is a pure function ``loss(params, *example) -> scalar`` of a dict of tensors and one
 example's tensors; :func:`per_example_grads` maps it over the batch, so the unit that is
 clipped is whatever one example is (DPAR: one target node with its K neighbours' features, not
-one neighbour row: spec §3.7).
+one neighbour row).
 
 torch is imported here and in the central strategies only: the client's import path stays
 torch-free (tests/test_registry.py, test_client_path_imports_only_the_protocols_it_runs).
@@ -73,7 +73,7 @@ def clip_per_example(grads: Params, clip: float) -> tuple[Params, torch.Tensor]:
 
 
 def noisy_sum(clipped: Params, std: float, generator: torch.Generator | None) -> Params:
-    """Σ_i ḡ_i + N(0, std²·I) per parameter tensor (std = σ·C, spec Eq. 2)."""
+    """Σ_i ḡ_i + N(0, std²·I) per parameter tensor (std = σ·C; Abadi et al. 2016, Alg. 1)."""
     return add_noise({k: g.sum(0) for k, g in clipped.items()}, std, generator)
 
 
@@ -224,7 +224,7 @@ def train(
     generator: torch.Generator,
     clipped_sum: ClippedSum | None = None,
 ) -> Params:
-    """DP-SGD with Adam (post-processing of the noisy gradients: privacy unaffected; spec A12)
+    """DP-SGD with Adam (post-processing of the noisy gradients: privacy unaffected)
     over ``rows`` examples: each step draws a Poisson sample of row indices and
     ``make_batch(indices)`` returns the examples' tensors (first dimension: the example; it may
     draw per-step randomness such as dropout masks from ``generator``). ``clipped_sum``, when

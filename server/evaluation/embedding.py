@@ -42,15 +42,13 @@ def gae_embedding(
     import torch
     import torch.nn.functional as F
 
+    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
+    from ldpgraph.protocols.torch_env import resolve_device
     from ldpgraph.server.models import SymmetricGCNConv, discard_generated_files
-    from ldpgraph.server.training import (
-        _cpu_threads,
-        _feature_tensor,
-        _graph_tensors,
-        _mostly_zero,
-        center_columns,
-        resolve_device,
-    )
+    from ldpgraph.server.tensors import center_columns
+    from ldpgraph.server.tensors import feature_tensor as _feature_tensor
+    from ldpgraph.server.tensors import graph_tensors as _graph_tensors
+    from ldpgraph.server.tensors import mostly_zero as _mostly_zero
 
     from .holdout import pair_keys, sample_non_edges
 

@@ -303,7 +303,8 @@ def gin_cross_validation(
         device: torch device (None: the GPU when there is one).
         num_threads: CPU threads (None: one, on the CPU).
     """
-    from ldpgraph.server.training import _cpu_threads, resolve_device
+    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
+    from ldpgraph.protocols.torch_env import resolve_device
 
     if len(graphs) != len(labels):
         raise ValueError(f"{len(graphs)} graphs for {len(labels)} labels")

@@ -151,7 +151,7 @@ def node2vec_embedding(
     import torch
     import torch.nn.functional as F
 
-    from ldpgraph.server.training import _cpu_threads
+    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
 
     n = int(num_nodes)
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)

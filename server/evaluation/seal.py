@@ -270,7 +270,7 @@ class SealAttack:
         import torch
         import torch.nn.functional as F
 
-        from ldpgraph.server.training import _cpu_threads
+        from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
 
         self.adj = edges_to_csr(np.asarray(edges, dtype=np.int64).reshape(-1, 2), num_nodes)
         self.rng = stage_rng(seed, "seal-subgraphs")
@@ -306,7 +306,7 @@ class SealAttack:
         on), extracted and scored :data:`SCORE_CHUNK` pairs at a time."""
         import torch
 
-        from ldpgraph.server.training import _cpu_threads
+        from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
 
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         if self.model is None:

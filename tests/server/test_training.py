@@ -395,18 +395,18 @@ def test_center_inputs_on_sparse_features_equals_centred_dense_features(model):
 def test_centring_sparse_features_trains_like_centring_them_densely(graph):
     """``center_features`` on bag-of-words input keeps it sparse (the model subtracts the
     projected means); the accuracies are those of the dense centred input, same seed."""
-    from ldpgraph.server import training
+    from ldpgraph.server import tensors, training
 
     edges, x, y, split = graph
     xb = (x > np.quantile(x, 0.93)).astype(np.uint8)
     cfg = TrainConfig(epochs=30, center_features=True)
     sparse = training.train_and_evaluate(edges, xb, y, split, cfg, seed=3)
-    old = training.SPARSE_FEATURES_MAX_DENSITY
-    training.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force the dense path
+    old = tensors.SPARSE_FEATURES_MAX_DENSITY
+    tensors.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force the dense path
     try:
         dense = training.train_and_evaluate(edges, xb, y, split, cfg, seed=3)
     finally:
-        training.SPARSE_FEATURES_MAX_DENSITY = old
+        tensors.SPARSE_FEATURES_MAX_DENSITY = old
     raw = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
     for key in ("val_acc", "test_acc", "best_epoch"):
         assert sparse[key] == pytest.approx(dense[key], abs=0.02), key
@@ -415,18 +415,18 @@ def test_centring_sparse_features_trains_like_centring_them_densely(graph):
 
 def test_sparse_features_train_like_dense_ones(graph):
     """The CSR path is an implementation detail: same seed, same accuracies as dense input."""
-    from ldpgraph.server import training
+    from ldpgraph.server import tensors, training
 
     edges, x, y, split = graph
     xb = (x > np.quantile(x, 0.93)).astype(np.uint8)  # 7 % non-zero: goes in as CSR
-    assert training._feature_tensor(xb, torch.device("cpu")).layout == torch.sparse_csr
+    assert tensors.feature_tensor(xb, torch.device("cpu")).layout == torch.sparse_csr
     sparse = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
-    old = training.SPARSE_FEATURES_MAX_DENSITY
-    training.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force dense
+    old = tensors.SPARSE_FEATURES_MAX_DENSITY
+    tensors.SPARSE_FEATURES_MAX_DENSITY = -1.0  # force dense
     try:
         dense = training.train_and_evaluate(edges, xb, y, split, TrainConfig(epochs=30), seed=3)
     finally:
-        training.SPARSE_FEATURES_MAX_DENSITY = old
+        tensors.SPARSE_FEATURES_MAX_DENSITY = old
     for key in ("val_acc", "test_acc", "best_epoch"):
         assert sparse[key] == pytest.approx(dense[key], abs=0.02), key
 

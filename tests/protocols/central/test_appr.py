@@ -1,7 +1,7 @@
 """APPR by ISTA and DP-APPR (protocols/central/appr.py): the vectorised solver against a dense
-one-seed reference written from the spec's equations and against exact lazy PageRank; the noise
+one-seed reference written from the paper's equations and against exact lazy PageRank; the noise
 of EM0/EM1/GM has its stated law (on every coordinate, zeros included); the calibration inverses
-round-trip and reproduce the spec's worked example; the column ℓ1 bound holds."""
+round-trip and reproduce a worked example; the column ℓ1 bound holds."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _graph(n: int, p: float, seed: int) -> np.ndarray:
 
 
 def _dense_ista(a: np.ndarray, seed: int, alpha: float, rho: float, gamma: float) -> np.ndarray:
-    """Spec §3.3 literally, dense, one seed."""
+    """DPAR §3 (APPR by ISTA) literally, dense, one seed."""
     n = a.shape[0]
     d = a.sum(1)
     dm = np.diag(d**-0.5)
@@ -191,8 +191,8 @@ def test_inverses_round_trip():
     [(1.0, 0.330, 0.0300, 0.0601, 0.0300), (8.0, 0.0477, 0.00434, 0.00867, 0.00434)],
 )
 def test_spec_worked_example(eps_rep, sigma_gm, beta_em0, beta_em1, b_em1):
-    """Spec §4.5 worked example: Cora-ML, r = r_δ = 0.5, δ_rep = 2e-3, q′ = 0.09, M = 70,
-    K = 2, C1 = 0.01, C2 = 0.001 (3 significant digits)."""
+    """A worked example at DPAR's Table 1 values: Cora-ML, r = r_δ = 0.5, δ_rep = 2e-3,
+    q′ = 0.09, M = 70, K = 2, C1 = 0.01, C2 = 0.001 (3 significant digits)."""
     eps_pr, delta_pr = 0.5 * eps_rep / 0.09, 0.5 * 2e-3 / 0.09
     args = (eps_pr, delta_pr, 70, 2, 0.01, 0.001)
     gm = ApprNoise.calibrate("gm", *args)

@@ -176,15 +176,15 @@ def test_the_proven_convention_is_refused_in_one_line():
 
 
 def test_paper_rule_steps_at_sigma_5():
-    # spec §3.5: σ = 5, q = 0.01, δ = 1e-5: the paper's closed form allows 5,428 steps at
-    # ε = 1; a numeric accountant allows more (spec: RDP ≈ 14,874 with orders up to 2048)
+    # σ = 5, q = 0.01, δ = 1e-5: the paper's closed form allows 5,428 steps at
+    # ε = 1; a numeric accountant allows more (RDP ≈ 14,874 with orders up to 2048)
     s = make_protocol("dpgvae", epsilon=1.0, dpg_calibration="steps", dpg_steps=100_000,
                       dpg_edge_selection="bernoulli")  # fmt: skip
     plan = s.plan()
     paper_t = (1.0 * 5 / (2 * 0.01)) ** 2 / math.log(1e5)
     assert round(paper_t) == 5429
     assert plan.steps > paper_t and plan.epsilon_train <= 1.0
-    assert plan.steps == 14874  # the spec's RDP figure (§3.5 [V])
+    assert plan.steps == 14874  # the RDP figure above
     assert sgd_epsilon(5.0, 0.01, plan.steps + 1, 1e-5) > 1.0
 
 
@@ -311,7 +311,7 @@ def test_every_step_is_noised_at_the_decayed_clip_and_generation_ignores_the_gra
     Poisson samples too) with std σ·C·multiplier at the current C, C decayed by γ once per
     ⌈1/q⌉ steps; generation reads neither the graph nor the encoder: with training stubbed
     out, two different graphs of one size and edge count give the same output."""
-    from ldpgraph.protocols.central import dpggan
+    from ldpgraph.protocols.central import dpggan_train as dpggan  # where the reference lives
 
     strategy = make_protocol("dpgvae", epsilon=1.0, dpg_steps=25, dpg_q=0.2, dpg_clip=5.0,
                              dpg_clip_decay=0.5, dpg_sensitivity_multiplier=2.0)  # fmt: skip
@@ -453,7 +453,7 @@ def test_encoder_generation_is_an_ablation_with_infinite_epsilon_that_reads_the_
     """dpg_generation encoder (the official code's evaluation) embeds the real graph: its
     report says ε = ∞, and with training stubbed out two graphs of one size and edge count now
     give different outputs (the prior's generation gives the same, test above)."""
-    from ldpgraph.protocols.central import dpggan
+    from ldpgraph.protocols.central import dpggan_train as dpggan  # where the reference lives
 
     strategy = make_protocol("dpgvae", dpg_generation="encoder", dpg_steps=3, **_no_steps(FAST))
     report = strategy.privacy_report()

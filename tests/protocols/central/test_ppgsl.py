@@ -14,7 +14,7 @@ import pytest
 from ldpgraph.protocols.base import RoundResult
 from ldpgraph.protocols.central import ppgsl as pg
 from ldpgraph.protocols.graph import Graph, canonical_edges, edges_to_csr
-from ldpgraph.protocols.params import ProtocolParameterError
+from ldpgraph.protocols.params import Params, ProtocolParameterError
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.types import NodeView
 from ldpgraph.server.evaluation.attack import pair_cosine, structural_scores
@@ -43,7 +43,7 @@ def planted(n: int = 120, blocks: int = 4, p_in: float = 0.5, p_out: float = 0.0
 
 
 def _params(**kw):
-    return {**{p.name: p.default for p in pg.PARAMS}, **FAST, **kw}
+    return Params({**{p.name: p.default for p in pg.PARAMS}, **FAST, **kw})
 
 
 def strongest_attack(edges: np.ndarray, n: int, pos: np.ndarray, neg: np.ndarray) -> float:
@@ -83,7 +83,7 @@ def test_the_learned_graph_defeats_the_strongest_attack(setting):
     released = _released(learned, n)
     assert strongest_attack(released, n, sensitive, non) < 0.65
     assert learned.log["retrains"] == math.ceil(40 / 20)  # SITP: at steps 0 and 20
-    # clamp (A11): entries Adam pushes out of [0, 1] freeze, so the second surrogate can move
+    # clamp: entries Adam pushes out of [0, 1] freeze, so the second surrogate can move
     # only what the first few steps left inside (Cora at α = 0: 75 of 7,602 at step 50)
     movable = learned.log["movable"]
     assert movable[0] == len(learned.pairs) and movable[1] < 0.5 * movable[0]
@@ -91,7 +91,7 @@ def test_the_learned_graph_defeats_the_strongest_attack(setting):
 
 
 def test_a_large_alpha_keeps_the_graph(setting):
-    """α = 1e3 (spec §10.2 #2): ≥ 95 % of E kept, ≤ 5 % of the candidates added."""
+    """α = 1e3 : ≥ 95 % of E kept, ≤ 5 % of the candidates added."""
     graph, public, sensitive, _non = setting
     n = graph.num_nodes
     p = _params(ppgsl_alpha=1e3, ppgsl_epochs=20, ppgsl_mu=20)
@@ -112,7 +112,7 @@ def _crossed(learned: pg.Learned) -> int:
 def test_the_default_alpha_changes_the_graph(setting):
     """Issue 17. Adam's first step moves every entry with a privacy gradient by 0.5; at
     |A − A′| = 0.5 the utility term pulls back with α·4·0.5 = 2α, so an entry stays past 0.5
-    only where |∂L_priv/∂θ| > 2α. With L_priv a *mean* over E_s (spec A7) that gradient is
+    only where |∂L_priv/∂θ| > 2α. With L_priv a *mean* over E_s that gradient is
     ≤ 1.7e-3 on Cora (median 9.6e-6) and the default α = 0.005 released the uploaded graph
     unchanged; here too (largest |A − A′| 0.13). Summed over E_s (Eq. 39's Σ, the default)
     the gradient is |E_s| times larger and α = 0.005 perturbs the graph (484 entries here; on
@@ -129,7 +129,7 @@ def test_the_default_alpha_changes_the_graph(setting):
 
 
 def test_projection_keeps_every_entry_movable_and_the_hook_sees_each_retrain(setting):
-    """``learn(project=True)`` (spec §8.2's variant, a diagnostics ablation) clamps θ into
+    """``learn(project=True)`` (a projection variant, a diagnostics ablation) clamps θ into
     [0, 1] after each step, so no entry freezes; ``on_retrain`` is called once per retrain."""
     graph, public, sensitive, _non = setting
     n = graph.num_nodes
@@ -244,7 +244,7 @@ def test_pipeline_runs_ppgsl_with_the_protected_attack_section():
 
 
 def test_the_privacy_gradient_reaches_exactly_the_two_hop_neighbourhood():
-    """Spec §10.2 #3: at θ = A, ∂L_priv/∂θ is nonzero on some candidate (w′ = 0) pairs near
+    """At θ = A, ∂L_priv/∂θ is nonzero on some candidate (w′ = 0) pairs near
     the sensitive endpoints, and exactly zero on every pair whose endpoints are both ≥ 3 hops
     (in A′'s support) from every sensitive endpoint: a 2-layer GCN cannot see it."""
     import torch

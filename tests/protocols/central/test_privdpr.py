@@ -1,7 +1,7 @@
-"""PrivDPR (protocols/central/privdpr.py): the plan against the spec's worked numbers, the
+"""PrivDPR (protocols/central/privdpr.py): the plan against worked numbers, the
 accountant against the Gaussian's closed form, noise on V's gradient only, weight
 normalisation and the per-pair bound, walks, transition counts and assembly against small
-dense references, the learned V's independence of the graph (spec §9.3) with a control that
+dense references, the learned V's independence of the graph with a control that
 can see a dependence, one-line errors, seeded releases and the harness end to end."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_variants_build_and_describe():
 
 
 def test_plan_reproduces_the_specs_worked_numbers():
-    """Spec §3.3 / §12: Cora at ε = 0.1, δ = 1e-5 (T = 845, M = 8517.2, K = 10 by the paper's
+    """Cora at ε = 0.1, δ = 1e-5 (T = 845, M = 8517.2, K = 10 by the paper's
     rule, 11 strict, σ_eff = 303.9), K on the other data sets, M(3327) and Example 4.5."""
     assert make_protocol("privdpr").p["delta"] == 1e-5  # the paper's, below 1/N
     plan = make_protocol("privdpr", epsilon=0.1, delta=1e-5).plan(2708)
@@ -387,7 +387,7 @@ def test_second_stage_draws_in_proportion_to_the_scores():
     )
 
 
-# --- the learned V ignores the graph (spec §9.3) ---------------------------------------------
+# --- the learned V ignores the graph --------------------------------------------------------
 
 
 def test_learned_v_does_not_depend_on_the_graph(small):
