@@ -30,26 +30,6 @@ POINTERS = re.compile(
     re.M,
 )
 
-#: Files owned by other work in progress that still carry such pointers (issue 30 removes them
-#: file by file). This list only shrinks: a file leaves it when its pointers are gone, and the
-#: test below fails on a listed file that has none left, so the list cannot go stale. When it is
-#: empty, delete it.
-NOT_YET_CLEAN = {
-    "protocols/central/appr.py",
-    "protocols/central/baselines.py",
-    "protocols/central/dpar_model.py",
-    "protocols/central/dpar_params.py",
-    "protocols/central/dpggan.py",
-    "protocols/central/dpggan_lanes.py",
-    "protocols/central/dpggan_model.py",
-    "protocols/central/dpsgd.py",
-    "protocols/central/ppgsl.py",
-    "protocols/central/privdpr.py",
-    "tests/protocols/central/test_appr.py",
-    "tests/protocols/central/test_dpggan.py",
-    "tests/protocols/central/test_ppgsl.py",
-    "tests/protocols/central/test_privdpr.py",
-}
 
 #: Text files of the repository, as git lists them (tracked and new, not ignored).
 TEXT = (".py", ".md", ".toml", ".txt", ".cfg", ".yaml", ".yml", ".sh", ".cff", ".json", ".ini")
@@ -73,15 +53,9 @@ def pointers(path: str) -> list[str]:
 
 
 def test_no_pointer_outside_the_repository():
-    skip = NOT_YET_CLEAN | {"tests/test_no_outside_refs.py"}  # its examples are pointers
+    skip = {"tests/test_no_outside_refs.py"}  # its examples are pointers
     found = [p for f in repository_files() if f not in skip for p in pointers(f)]
     assert not found, "cite the paper instead:\n" + "\n".join(found)
-
-
-def test_the_allow_list_only_holds_files_with_pointers():
-    """A listed file without pointers (cleaned, moved or deleted) must leave the list."""
-    clean = sorted(f for f in NOT_YET_CLEAN if not (ROOT / f).is_file() or not pointers(f))
-    assert not clean, f"remove from NOT_YET_CLEAN: {clean}"
 
 
 def test_the_pattern_catches_the_pointers_it_is_for():

@@ -267,7 +267,7 @@ class EdgePerturbation(CentralStrategy):
                 "raw graph to a trusted curator; random edge changes",
                 f"no privacy guarantee: {self.label} perturbs edges at random (ε = ∞ per edge)",
                 ("edge",),
-                f"{self.label}: a heuristic baseline of PPGSL's comparison (spec 004 §5.1); "
+                f"{self.label}: a heuristic baseline of PPGSL's comparison (Wu et al. 2025); "
                 "no DP guarantee, only the empirical attack AUC measures its protection.",
             )
         eps = float(self.p.epsilon)

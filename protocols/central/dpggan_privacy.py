@@ -127,7 +127,7 @@ def report_notes(p: Params, plan: Plan, claimed: float) -> list[str]:
         notes.append(
             "dpg_generation encoder: the graphs are generated from Z = μ of the encoder "
             "run on the real graph, which was trained without noise; the release is not "
-            "edge-DP (ε = ∞). The official code evaluates this way (spec §2.10 step 5); "
+            "edge-DP (ε = ∞). The authors' released code evaluates this way; "
             "this is an ablation, not a private release."
         )
     return notes

@@ -157,7 +157,7 @@ class Ppgsl(CentralStrategy):
             "the attack AUC on the protected links measures it",
             ("edge",),
             "PPGSL: the defender learns a graph on which a surrogate link-inference attacker "
-            "fails on the sensitive links it knows (spec 004). The paper's Theorem 3 (Fano) is "
+            "fails on the sensitive links it knows. The paper's Theorem 3 (Fano) is "
             "not a certificate. Protection is empirical only: read the `attack` metric's "
             "`protected` section, never an ε axis.",
         )

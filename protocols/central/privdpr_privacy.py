@@ -260,8 +260,7 @@ def report_notes(p: Params, plan: Plan) -> list[str]:
         f"paper's ε = {plan.epsilon_paper:.4g}: T sequentially composed classical "
         f"(ε/T, δ/T) Gaussian steps of sensitivity S_∇/T = {plan.sensitivity_paper:.4g} "
         "(Eq. 13, Thm 5.1).",
-        # The stored note keeps its original wording (records stay byte-identical).
-        f"Factor 2 (spec §3.4.1): the paper bounds one step's change by B·M·s^-K; with "
+        f"Factor 2: the paper bounds one step's change by B·M·s^-K; with "
         f"replace-one neighbours it is 2·B·M·s^-K. K = {plan.layers} weight matrices "
         + (f"includes that factor (the paper's rule gives {plan.layers_paper})"
            if p.strict_sensitivity else "by the paper's rule (strict_sensitivity off)")
@@ -270,8 +269,8 @@ def report_notes(p: Params, plan: Plan) -> list[str]:
         "W is trained on clean gradients and never released; the synthetic graph (and V "
         "when released as features) is post-processing of the noisy V trajectory; the "
         "edge budget is a count of positive scores, never the true |E|.",
-        "The noise swamps the V-gradient: the learned V does not depend on the graph "
-        "(spec §9.3); --dpr-diagnostics adds non-private diagnostics to the record (for "
+        "The noise swamps the V-gradient: the learned V does not depend on the graph; "
+        "--dpr-diagnostics adds non-private diagnostics to the record (for "
         "the experimenter) that show it against the same initialisation and noise on the "
         "empty graph.",
         "N (all nodes, bounded DP) is public; the mechanism sees the subgraph induced by the "

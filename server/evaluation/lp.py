@@ -5,8 +5,8 @@ The PrivDPR paper's protocol (Zhang et al. 2025, §6, as we read it): 80/20 spli
 The paper scores node embeddings; a graph release has none, so a GAE trained on the release
 gives them (:mod:`.embedding`). The scorer: scikit-learn's logistic regression on the
 Hadamard product ``z_u ⊙ z_v``, trained on the release's edges against as many of its
-non-edges; it sees nothing but the release. ``auc_dot`` is A11's variant, the GAE's own
-inner-product decoder. A model release has no graph to score and is skipped.
+non-edges; it sees nothing but the release. ``auc_dot`` is that evaluation's variant, the
+GAE's own inner-product decoder. A model release has no graph to score and is skipped.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from .svm import hadamard
 
 #: L-BFGS iterations at most (it stops after ~10 on these pairs; sklearn's default is 100).
 MAX_ITER = 1000
-SCORER = "GAE [128, 64] on the release + logistic regression on z_u * z_v (PrivDPR A11)"
+SCORER = (
+    "GAE [128, 64] on the release + logistic regression on z_u * z_v "
+    "(the PrivDPR paper's link prediction)"
+)
 
 
 @register_metric
