@@ -97,6 +97,7 @@ class RunConfig:
         "subtract each feature column's mean before training (keeps dense noisy 1-bit "
         "features from locking the model onto one class); post-processing, no budget; "
         "--no-center-features trains on the release as it is",
+        added_with=False,  # stored runs before the key existed trained uncentred
     )
     seed: int = key(
         0,
@@ -110,6 +111,7 @@ class RunConfig:
         "a central release's noise and sampling derive from the seed too (replayable: not a "
         "private release); off: they are drawn from OS entropy at release time and never "
         "written. On by default when --seed is given and in experiment files",
+        added_with=True,  # every run before the key existed drew its central noise from the seed
     )
     dataset: str = key(
         "cora",
@@ -173,6 +175,7 @@ class RunConfig:
         "per-vector ((n−1)·ε per adjacency bit + d·ε_f: the whole row and feature vector; a "
         "deployed SuperNode's default)",
         choices=("per-bit", "per-vector"),
+        added_with="per-bit",  # nodes counted per bit before they could count per vector
     )
     trust_curator: bool = key(
         False, "nodes", "nodes trust the curator with raw data (needed by --protocol none)"
@@ -203,6 +206,7 @@ class RunConfig:
         "what to measure on the release, comma-separated, or all; none: measure nothing (the "
         "release and its privacy report only); on a generated collection (dpggan, dpgvae) "
         "graph means collection (Tables 1-2 against the originals)",
+        added_with="accuracy",
     )
     #: The protocol parameters and metric settings given (by key); the others are their
     #: declared defaults (:func:`derived_keys`).

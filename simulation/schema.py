@@ -45,15 +45,17 @@ def key(
     *,
     choices: tuple[str, ...] | None = None,
     result: bool = True,
+    added_with: Any = None,
 ) -> Any:
     """A run key of the configuration itself (not a protocol parameter or metric setting):
     its default, section, help, allowed values and whether it decides the run's result (a key
     that only says where or how a run executes is left out of the run's identity,
     :mod:`ldpgraph.simulation.results.identity`). Its declaration is a :class:`Param` like
-    every other knob's (:func:`key_param`)."""
+    every other knob's (:func:`key_param`); ``added_with``: for a key added after results
+    stores were in use, the value stored runs had (their identity leaves it out there)."""
     if section not in SECTIONS:
         raise ValueError(f"unknown section {section!r}")
-    decl = Param("", type(default), default, help, choices=choices)
+    decl = Param("", type(default), default, help, choices=choices, added_with=added_with)
     meta = {"section": section, "help": help, "choices": choices, "result": result, "decl": decl}
     return field(default=default, metadata=meta)
 

@@ -37,6 +37,8 @@ EPSILON_CONVENTION = Param(
     "what --epsilon means: proven (noise calibrated so the proven bound equals it) or paper "
     "(the paper's calibration; the headline is then the proven ε of that noise)",
     choices=("proven", "paper"),
+    # Central runs stored before the key existed were calibrated by the paper's convention.
+    added_with="paper",
 )
 
 

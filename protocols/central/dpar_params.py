@@ -88,12 +88,14 @@ SGD_SENSITIVITY = Param(
     "epsilon_convention=paper only: DP-SGD calibrated at the paper's τ·C (faithful) or at "
     "C·(2D − 1), rate 1 − (1 − q)^D with the column cap (strict); proven ignores it",
     choices=("faithful", "strict"),
+    added_with="faithful",  # stored DPAR runs before the key existed used τ·C
 )  # fmt: skip
 COLUMN_ROWS_CAP = Param(
     "column_rows_cap", int, 4,
     "D_max: rows a node's features may reach (its own row counted; the smallest DP-APPR "
     "entries of a longer Π column are dropped); applies under proven and paper+strict",
     low=1,
+    added_with=4,
 )  # fmt: skip
 ACCOUNTANT_PARAM = base.ACCOUNTANT_PARAM.but(help="dp-accounting accountant of DP-SGD: rdp or pld")
 FEATURES_INFERENCE = Param(

@@ -39,25 +39,13 @@ def non_result_keys() -> tuple[str, ...]:
 #: Run keys and protocol parameters added to the configuration after stores were in use, with
 #: the default they were added with: at that default they are left out of the hash, so a run
 #: recorded before the key existed keeps its identity (and a sweep does not redo it). A knob
-#: declared with ``Param(..., added_with=value)`` (a metric's setting, a protocol's parameter)
-#: joins this table from its declaration: :data:`ADDED_KEY_DEFAULTS` reads both.
-_ADDED_RUN_KEYS: dict[str, Any] = {
-    "center_features": False,
-    "metrics": "accuracy",
-    "sgd_sensitivity": "faithful",
-    "column_rows_cap": 4,
-    # Simulated nodes counted per bit before they could count per vector.
-    "node_unit": "per-bit",
-    # Central runs before the key existed were calibrated by the paper's convention.
-    "epsilon_convention": "paper",
-    # Every run before the key existed drew its central noise from the run seed.
-    "seeded": True,
-}
+#: declares it (``added_with=`` of its ``Param`` or of :func:`~ldpgraph.simulation.schema.key`),
+#: and :data:`ADDED_KEY_DEFAULTS` reads the declarations.
 
 
 class _AddedKeys(Mapping[str, Any]):
-    """The added-later keys: :data:`_ADDED_RUN_KEYS` and every declaration's ``added_with``
-    (read when first used, so importing this module loads no protocol or metric)."""
+    """The added-later keys: every declaration's ``added_with`` (read when first used, so
+    importing this module loads no protocol or metric)."""
 
     _cache: tuple[Any, dict[str, Any]] = (None, {})
 
@@ -68,14 +56,11 @@ class _AddedKeys(Mapping[str, Any]):
         if self._cache[0] is derived:
             return self._cache[1]
         declared = {
-            name: d.param.added_with
-            for name, d in derived.items()
-            if d.param.added_with is not None
+            name: param.added_with
+            for name in config.key_names()
+            if (param := config.key_param(name)).added_with is not None
         }
-        clash = {k for k in declared if k in _ADDED_RUN_KEYS}
-        if clash:
-            raise ValueError(f"added-later keys declared twice: {sorted(clash)}")
-        self._cache = (derived, {**_ADDED_RUN_KEYS, **declared})
+        self._cache = (derived, declared)
         return self._cache[1]
 
     def __getitem__(self, name: str) -> Any:
