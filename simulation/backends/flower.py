@@ -97,10 +97,7 @@ def release_over_grid(
     expected, k = _layout(grid, n, deployed=graph is None, config=config, supernodes=supernodes)
     store = workdir / "nodes"
     if graph is not None:
-        # Always fresh: a store left in a named run directory by a killed run would carry that
-        # run's node settings and ledgers.
-        shutil.rmtree(store, ignore_errors=True)
-        write_node_store(graph, store, config.node_settings())
+        _fresh_store(graph, store, config)
     collector = GridCollector(
         grid,
         n,
@@ -127,6 +124,13 @@ def release_over_grid(
         config, collector, done, n, k, deployed=graph is None
     )
     return done.release, {"hello": hello, **done.timings}
+
+
+def _fresh_store(graph: Graph, store: Path, config: RunConfig) -> None:
+    """The simulated nodes' store, always written afresh: a store left in a named run
+    directory by a killed run would carry that run's node settings and ledgers."""
+    shutil.rmtree(store, ignore_errors=True)
+    write_node_store(graph, store, config.node_settings())
 
 
 def _layout(
