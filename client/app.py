@@ -220,12 +220,7 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
         log.warning("refusing a malformed request: %s", exc)
         return _refusals(host.nodes)
     if message.op == HELLO:
-        hosts = {
-            "nodes": np.asarray(host.nodes, "<i4").tobytes(),
-            "unit": host.settings.unit,
-            "sampling": CONSTANT_WORK if host.deployed else SPARSE,
-        }
-        return {HOSTS_RECORD: ConfigRecord(hosts)}
+        return _hello(host)
     round_ = message.round
     assert round_ is not None  # a parsed report request names its round
     # The protocol reads its values of the message, as on the local backend.
@@ -248,6 +243,26 @@ def answer(cfg: dict[str, Any], context: Context) -> dict[str, ConfigRecord]:
     for reason in refused.values():
         log.info("refused: %s", reason)
     records = _refusals(list(refused))
+    records.update(_reports(host, protocol, round_, values, admitted))
+    return records
+
+
+def _hello(host: Hosted) -> dict[str, ConfigRecord]:
+    """The hello's reply: the hosted node ids, their privacy unit and how they draw rows."""
+    hosts = {
+        "nodes": np.asarray(host.nodes, "<i4").tobytes(),
+        "unit": host.settings.unit,
+        "sampling": CONSTANT_WORK if host.deployed else SPARSE,
+    }
+    return {HOSTS_RECORD: ConfigRecord(hosts)}
+
+
+def _reports(
+    host: Hosted, protocol: Any, round_: int, values: Any, admitted: list[int]
+) -> dict[str, ConfigRecord]:
+    """The admitted nodes' reports, each node's charge already spent: a node whose step fails
+    refuses the round and its charge stays spent (fail closed)."""
+    records: dict[str, ConfigRecord] = {}
     for node in admitted:
         try:
             # A deployed node's reply time is seen by the server: its RR rows are drawn in

@@ -260,48 +260,63 @@ class GridCollector:
                 self._drop(stats, ids.size, f"error reply: {_last_line(reply.error.reason)}")
                 continue
             records = reply.content.config_records
-            allowed = set(ids.tolist())
-            seen: set[int] = set()
-            for name in list(records.keys()):
-                node = node_from_record_name(name)
-                if node is None:
-                    stats.bad_records += 1
-                    stats.reasons["unexpected record in reply"] += 1
-                    continue
-                if node not in allowed or node in seen:
-                    stats.bad_records += 1
-                    stats.reasons["record for a node the SuperNode does not host"] += 1
-                    continue
-                seen.add(node)
-                payload = dict(records[name])
-                if "refused" in payload:
-                    stats.refused += 1
-                    stats.reasons["refused by the node"] += 1
-                    continue
-                try:
-                    rep = decode_report(
-                        payload,
-                        num_nodes=self.num_nodes,
-                        round_=round_,
-                        num_features=length,
-                        node_id=node,
-                        **schema.expected(),
-                    )
-                except ReportError as exc:
-                    stats.rejected += 1
-                    stats.reasons[f"invalid report: {exc}"] += 1
-                    continue
-                reports[node] = rep
-                stats.replied += 1
-            unanswered = len(allowed) - len(seen)
-            if unanswered:
-                self._drop(stats, unanswered, "hosted node sent no record")
+            self._decode_records(records, ids, round_, schema, length, stats, reports)
         hosted = sum(ids.size for ids in self.hosts.values())
         if hosted < self.num_nodes:
             self._drop(stats, self.num_nodes - hosted, "node not hosted by any SuperNode")
         for reason, count in stats.reasons.items():
             log.warning("round %d: %d node(s) dropped: %s", round_, count, reason)
         return Replies(reports, stats)
+
+    def _decode_records(
+        self,
+        records: Any,
+        ids: np.ndarray,
+        round_: int,
+        schema: Any,
+        length: int | None,
+        stats: RoundStats,
+        reports: dict[int, Report],
+    ) -> None:
+        """One SuperNode's reply records into ``reports``: a record of a node it does not host,
+        a duplicate, a refusal or a report that does not decode is counted in ``stats`` and
+        dropped, and so is a hosted node with no record."""
+        allowed = set(ids.tolist())
+        seen: set[int] = set()
+        for name in list(records.keys()):
+            node = node_from_record_name(name)
+            if node is None:
+                stats.bad_records += 1
+                stats.reasons["unexpected record in reply"] += 1
+                continue
+            if node not in allowed or node in seen:
+                stats.bad_records += 1
+                stats.reasons["record for a node the SuperNode does not host"] += 1
+                continue
+            seen.add(node)
+            payload = dict(records[name])
+            if "refused" in payload:
+                stats.refused += 1
+                stats.reasons["refused by the node"] += 1
+                continue
+            try:
+                rep = decode_report(
+                    payload,
+                    num_nodes=self.num_nodes,
+                    round_=round_,
+                    num_features=length,
+                    node_id=node,
+                    **schema.expected(),
+                )
+            except ReportError as exc:
+                stats.rejected += 1
+                stats.reasons[f"invalid report: {exc}"] += 1
+                continue
+            reports[node] = rep
+            stats.replied += 1
+        unanswered = len(allowed) - len(seen)
+        if unanswered:
+            self._drop(stats, unanswered, "hosted node sent no record")
 
     @staticmethod
     def _drop(stats: RoundStats, count: int, reason: str) -> None:

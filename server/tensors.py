@@ -114,6 +114,17 @@ def validate_inputs(
     num_classes: int | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int]:
     """Check shapes, ranges and the canonical edge form; return normalised arrays."""
+    x = _checked_features(x)
+    n = x.shape[0]
+    y, num_classes = _checked_labels(y, n, num_classes)
+    edges = _checked_edges(edges, n)
+    if edge_weight is not None:
+        edge_weight = _checked_weights(edge_weight, edges.shape[0])
+    return x, y, edges, edge_weight, num_classes
+
+
+def _checked_features(x: np.ndarray) -> np.ndarray:
+    """``x`` as a non-empty, finite, numeric [n, d] array (booleans as uint8)."""
     x = np.asarray(x)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"x must be a non-empty 2-D [n, d] array, got shape {x.shape}")
@@ -123,8 +134,12 @@ def validate_inputs(
         raise ValueError(f"x must be numeric, got dtype {x.dtype}")
     if np.issubdtype(x.dtype, np.floating) and not np.isfinite(x).all():
         raise ValueError("x contains NaN or infinite values")
-    n = x.shape[0]
+    return x
 
+
+def _checked_labels(y: np.ndarray, n: int, num_classes: int | None) -> tuple[np.ndarray, int]:
+    """``y`` as n int64 labels in [0, num_classes) and the class count (≥ 2; from ``y`` when
+    not given)."""
     y = np.asarray(y)
     if y.shape != (n,):
         raise ValueError(f"y must have shape ({n},) to match x, got {y.shape}")
@@ -139,7 +154,11 @@ def validate_inputs(
         raise ValueError(f"label {int(y.max())} out of range for num_classes={num_classes}")
     if num_classes < 2:
         raise ValueError(f"need at least 2 classes, got {num_classes}")
+    return y, num_classes
 
+
+def _checked_edges(edges: np.ndarray, n: int) -> np.ndarray:
+    """``edges`` as canonical int64 [m, 2] rows: in range, u < v, no duplicates."""
     edges = np.asarray(edges)
     if edges.size == 0:
         edges = edges.reshape(0, 2)
@@ -158,17 +177,19 @@ def validate_inputs(
             )
         if np.unique(edges[:, 0] * n + edges[:, 1]).size != edges.shape[0]:
             raise ValueError("edges contain duplicate rows")
+    return edges
 
-    if edge_weight is not None:
-        edge_weight = np.asarray(edge_weight, dtype=np.float64)
-        if edge_weight.shape != (edges.shape[0],):
-            raise ValueError(
-                f"edge_weight must have shape ({edges.shape[0]},) to match edges, "
-                f"got {edge_weight.shape}"
-            )
-        if not np.isfinite(edge_weight).all() or (edge_weight < 0).any():
-            raise ValueError("edge_weight must be finite and non-negative")
-    return x, y, edges, edge_weight, num_classes
+
+def _checked_weights(edge_weight: np.ndarray, m: int) -> np.ndarray:
+    """``edge_weight`` as m finite, non-negative float64 weights."""
+    edge_weight = np.asarray(edge_weight, dtype=np.float64)
+    if edge_weight.shape != (m,):
+        raise ValueError(
+            f"edge_weight must have shape ({m},) to match edges, got {edge_weight.shape}"
+        )
+    if not np.isfinite(edge_weight).all() or (edge_weight < 0).any():
+        raise ValueError("edge_weight must be finite and non-negative")
+    return edge_weight
 
 
 def validate_split(split: SplitLike, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

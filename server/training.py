@@ -43,10 +43,6 @@ from ldpgraph.server.tensors import (  # noqa: F401  (re-exported: their old hom
     validate_split,
 )
 
-#: The CPU-thread limit's old name here (the coordinator switches its last importers to
-#: :func:`ldpgraph.protocols.torch_env.cpu_threads`, then this alias goes).
-_cpu_threads = cpu_threads
-
 
 @dataclass
 class TrainConfig:

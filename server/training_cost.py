@@ -123,13 +123,7 @@ def estimate(
     work = dense / dense_rate + sparse / sparse_rate + moved / bandwidth
     per_epoch = _OVERHEAD * PASSES_PER_EPOCH * work
 
-    memory = (nnz * 12 + 8 * n) if sparse_x else 4 * n * d  # the feature tensor
-    memory += 16 * e  # edge_index, both directions
-    if model in ("gcn", "sage"):
-        memory += 2 * 12 * (e + n) + 16 * n  # the CSR adjacency and its normalised copy
-    if model == "gat":
-        memory += 16 * (e + n) + _ACTIVATION_COPIES * 4 * (e + n) * (heads + 1)
-    memory += _ACTIVATION_COPIES * 4 * n * (width + c)
+    memory = _memory_bytes(model, n, d, nnz if sparse_x else None, e, width, c, heads)
     return TrainingCost(
         nodes=n,
         edges=int(edges),
@@ -220,3 +214,18 @@ def _duration(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def _memory_bytes(
+    model: str, n: int, d: int, nnz: int | None, e: int, width: int, c: int, heads: int
+) -> int:
+    """Bytes training holds: the feature tensor (sparse when ``nnz`` is given), edge_index,
+    the adjacency copies and the activations kept for the backward pass."""
+    memory = (nnz * 12 + 8 * n) if nnz is not None else 4 * n * d  # the feature tensor
+    memory += 16 * e  # edge_index, both directions
+    if model in ("gcn", "sage"):
+        memory += 2 * 12 * (e + n) + 16 * n  # the CSR adjacency and its normalised copy
+    if model == "gat":
+        memory += 16 * (e + n) + _ACTIVATION_COPIES * 4 * (e + n) * (heads + 1)
+    memory += _ACTIVATION_COPIES * 4 * n * (width + c)
+    return memory

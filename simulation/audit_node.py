@@ -179,11 +179,27 @@ def _rr_batch_rate(eps: float) -> RateTrial:
 # --------------------------------------------------------------------------- node-call rows
 
 
-def _degree_node(eps: float):
-    from ldpgraph.protocols.laplace import DiscreteLaplace, discrete_laplace_part
+def _degree_trial(draw: Any, eps: float, how: str):
+    """The degree row's trial (a node of degree 4 or 5 reporting its noisy degree) for a
+    ``draw`` of ``how`` (scalar or batched nodes)."""
+    from ldpgraph.protocols.laplace import discrete_laplace_part
 
     from .audit_client import DEGREES, degree_events
     from .audit_registry import Trial
+
+    return Trial(
+        draw,
+        degree_events(eps),
+        discrete_laplace_part("degree", "one adjacency bit", eps)["epsilon"],
+        (f"degree {DEGREES[0]}", f"degree {DEGREES[1]}"),
+        f"adjacency bit (degree, {how})",
+    )
+
+
+def _degree_node(eps: float):
+    from ldpgraph.protocols.laplace import DiscreteLaplace
+
+    from .audit_client import DEGREES
 
     mech = DiscreteLaplace(eps)
 
@@ -191,22 +207,14 @@ def _degree_node(eps: float):
         d = DEGREES[which]
         return np.array([mech.perturb(d, rng) for _ in range(n)], dtype=np.int64)
 
-    return Trial(
-        draw,
-        degree_events(eps),
-        discrete_laplace_part("degree", "one adjacency bit", eps)["epsilon"],
-        (f"degree {DEGREES[0]}", f"degree {DEGREES[1]}"),
-        "adjacency bit (degree, scalar)",
-    )
+    return _degree_trial(draw, eps, "scalar")
 
 
 def _degree_batch(eps: float):
     from ldpgraph.protocols.batch import NodeBatch
-    from ldpgraph.protocols.laplace import discrete_laplace_part
     from ldpgraph.protocols.ldp.node_reports import rr_onebit_batch
 
-    from .audit_client import DEGREES, degree_events
-    from .audit_registry import Trial
+    from .audit_client import DEGREES
 
     def batch_of(size: int, degree: int) -> NodeBatch:
         hub = np.arange(size, size + degree, dtype=np.int64)
@@ -224,13 +232,7 @@ def _degree_batch(eps: float):
         values, _ = rep.extras["d"]
         return np.asarray(values).astype(np.int64)
 
-    return Trial(
-        draw,
-        degree_events(eps),
-        discrete_laplace_part("degree", "one adjacency bit", eps)["epsilon"],
-        (f"degree {DEGREES[0]}", f"degree {DEGREES[1]}"),
-        "adjacency bit (degree, batched nodes)",
-    )
+    return _degree_trial(draw, eps, "batched nodes")
 
 
 #: LDPGen's audited node: node 0 of a 12-node graph in k = 3 groups (ids 1–6 in group 0);

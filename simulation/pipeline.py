@@ -382,7 +382,8 @@ def training_notice(config: RunConfig, release: Release, num_classes: int) -> st
     """What training ``release`` will cost, for a large release (None otherwise): on the CPU
     the estimated memory and time, on a GPU a warning only if it may not fit (see
     :mod:`ldpgraph.server.training_cost`)."""
-    from ldpgraph.server.training import TrainConfig, resolve_device
+    from ldpgraph.protocols.torch_env import resolve_device
+    from ldpgraph.server.training import TrainConfig
     from ldpgraph.server.training_cost import notice
 
     device = resolve_device(None if config.device == "auto" else config.device)

@@ -226,26 +226,17 @@ class ApprNoise:
         """What the paper's Theorems 1 and 3 state for this noise: the per-vector ε (Gaussian
         σ rule of :func:`gm_sigma`, or Corollary 1 plus ε2 = K·ε_value) put through the KOV
         corollary at δ_vec = δ_pr/(2M), inverted by bisection."""
+        from .dpar_privacy import lowest
+
         delta_vec = delta_pr / (2.0 * m)
-        if self.variant == "gm":
-            lo, hi = 1e-12, 1.0
-            while gm_sigma(hi, delta_vec, clip_gm)[0] > self.sigma:
-                hi *= 2.0
-            for _ in range(200):  # σ(ε) decreasing: the ε whose σ is this one
-                mid = 0.5 * (lo + hi)
-                lo, hi = (
-                    (mid, hi) if gm_sigma(mid, delta_vec, clip_gm)[0] > self.sigma else (lo, mid)
-                )
-            eps_vec = hi
+        if self.variant == "gm":  # σ(ε) decreasing: the ε whose σ is this one
+            sigma_of = lambda eps: gm_sigma(eps, delta_vec, clip_gm)[0]  # noqa: E731
+            eps_vec = lowest(sigma_of, self.sigma, 1e-12, 1.0, widen=True)
         else:
             eps_vec = gumbel_topk_epsilon(self.eps_gumbel, k, delta_vec) + k * self.eps_value
-        lo, hi = 0.0, 1.0
-        while kov_per_vector(hi, delta_pr, m)[0] < eps_vec:
-            hi *= 2.0
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if kov_per_vector(mid, delta_pr, m)[0] < eps_vec else (lo, mid)
-        return hi
+        # the smallest ε_pr whose KOV per-vector budget reaches eps_vec (negated: increasing)
+        minus_kov = lambda eps: -kov_per_vector(eps, delta_pr, m)[0]  # noqa: E731
+        return lowest(minus_kov, -eps_vec, 0.0, 1.0, widen=True)
 
     @classmethod
     def calibrate(

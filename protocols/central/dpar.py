@@ -60,9 +60,10 @@ import scipy.sparse as sp
 from ..base import CuratorView
 from ..params import Params, ProtocolParameterError
 from ..registry import register
-from ..rng import stage_rng, stage_seed
+from ..rng import stage_rng
 from ..torch_env import auto_device
 from ..types import PrivacyReport, Release
+from . import dpar_fit
 from . import dpar_privacy as dp
 from .appr import ApprNoise, column_bound, dp_appr, ista_appr, with_self_loops
 from .base import CentralStrategy, UploadedGraph
@@ -95,7 +96,6 @@ from .dpar_params import (
     CLIP_GM,
     EM1_VALUE_SHARE,
     FEATURES_INFERENCE,
-    NODP_WEIGHT_DECAY,
 )
 
 #: The registered names and the variant each chooses.
@@ -356,8 +356,8 @@ class Dpar(CentralStrategy):
         p = self.p
         st = self.structure(graph, curator, seed)
         device = auto_device(curator.device)
-        trained = self._train(graph, st, seed, device)
-        released = self._predict(graph, st, trained, device)
+        trained = dpar_fit.train(self, graph, st, seed, device)  # step 4
+        released = dpar_fit.predict(self, graph, st, trained, device)  # step 5
         model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
         report = self.privacy_report(graph.num_features, noise=st.noise, plan=st.plan)
         plan = st.plan
@@ -377,67 +377,6 @@ class Dpar(CentralStrategy):
             "column_rows": plan.rows,
         }
         return Release.of_model(model, graph.num_nodes, report, stats)
-
-    def _train(self, graph: UploadedGraph, st: Structure, seed: int, device: str) -> dict:
-        """Step 4: DP-SGD (plain Adam for DPARNoDP) of f_θ on Π's rows; θ as tensors."""
-        import torch
-
-        from . import dpsgd
-
-        p, plan = self.p, st.plan
-        labels, kept, here, row_nodes = st.labels, st.kept, st.here, st.row_nodes
-        if self.private:
-            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, p.sgd_clip, plan.noise, p.sgd_lr)
-        else:
-            sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p.sgd_lr, NODP_WEIGHT_DECAY)
-        x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
-        x_sub = torch.as_tensor(x_kept, device=device)
-        y_rows = torch.as_tensor(
-            np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device
-        )
-        row_here = torch.as_tensor(here[row_nodes], device=device)
-        nbr_idx, nbr_w = _padded(st.pi)
-        nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
-        nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
-        classes = int(max(labels.max(), 0)) + 1
-        gen = torch.Generator(device=device)
-        gen.manual_seed(stage_seed(seed, f"{self.name}/sgd"))
-        params = _init_mlp(graph.num_features, p.mlp_hidden, classes, gen, device)
-        drop = float(p.mlp_dropout)
-
-        def make_batch(i: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            i = i[row_here[i]]  # an absent node's row is sampled but holds no example
-            xi = x_sub[nbr_idx_t[i]]  # [B, K, d]: one example = a target and its neighbours
-            keep_in = _mask(xi.shape, drop, gen, device)
-            keep_h = _mask((*xi.shape[:2], p.mlp_hidden), drop, gen, device)
-            return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
-
-        return dpsgd.train(
-            target_loss, params, st.pi.shape[0], make_batch, sgd, gen,
-            clipped_sum=target_clipped_sum,
-        )  # fmt: skip
-
-    def _predict(
-        self, graph: UploadedGraph, st: Structure, trained: dict, device: str
-    ) -> np.ndarray:
-        """Step 5: Eq. 4 on the non-training nodes that uploaded; a training node gets -1."""
-        import torch
-
-        p = self.p
-        with torch.no_grad():
-            x_all = torch.as_tensor(np.asarray(graph.x, dtype=np.float32), device=device)
-            logits = mlp_logits(trained, x_all).cpu().numpy().astype(np.float64)
-        steps_p = p.inference_steps
-        if self.variant == "features" and p.features_inference == "mlp":
-            steps_p = 0
-        # ``inductive`` has no cross edge; zeroing the training rows leaves training nodes
-        # with no edge at all (a self-loop: Eq. 4 returns f_θ(x_v)).
-        test_side = sp.diags((~st.is_train).astype(float)) @ st.inductive
-        scores = power_iteration(with_self_loops(test_side), logits, p.ppr_alpha, steps_p)
-        # A training node's f_θ(x_v) is a function of its own raw features, not of θ alone:
-        # it is not released (-1, "no prediction"); the release is θ and the non-training
-        # nodes' classes.
-        return np.where(st.is_train, -1, scores.argmax(1))
 
     # --- privacy ------------------------------------------------------------------------
 

@@ -92,6 +92,34 @@ def bisect(f: Callable[[float], float], target: float, lo: float, hi: float, rel
     return hi  # the side whose ε does not exceed the target
 
 
+def lowest(
+    f: Callable[[float], float],
+    target: float,
+    lo: float,
+    hi: float,
+    *,
+    rel: float = 0.0,
+    floor: float = 0.0,
+    rounds: int = 200,
+    widen: bool = False,
+) -> float:
+    """The smallest x in [lo, hi] with f(x) ≤ ``target``, for a decreasing f, by arithmetic
+    bisection: ``rounds`` halvings at most, stopping once hi − lo ≤ rel·max(floor, hi); with
+    ``widen``, ``hi`` is first doubled until f(hi) ≤ target. Returns the side that meets the
+    target (an ε or a noise level whose privacy loss does not exceed the target)."""
+    while widen and f(hi) > target:
+        hi *= 2.0
+    for _ in range(rounds):
+        mid = 0.5 * (lo + hi)
+        if f(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rel * max(floor, hi):
+            break
+    return hi
+
+
 # --- pure DP (DP-APPR-EM) -------------------------------------------------------------------
 
 
@@ -123,16 +151,8 @@ def pure_composition_epsilon(groups: Sequence[tuple[float, int]], delta: float) 
     basic = float(sum(e * k for e, k in groups))
     if basic <= 0 or pure_composition_delta(groups, 0.0) <= delta:
         return 0.0
-    lo, hi = 0.0, basic
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if pure_composition_delta(groups, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-10 * max(1.0, hi):
-            break
-    return hi
+    f = lambda eps: pure_composition_delta(groups, eps)  # noqa: E731
+    return lowest(f, delta, 0.0, basic, rel=1e-10, floor=1.0, rounds=100)
 
 
 def em_groups(eps_gumbel: float, eps_value: float, k: int, m: int) -> list[tuple[float, int]]:
@@ -186,19 +206,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     """The smallest ε with :func:`gaussian_delta` ≤ δ."""
     if gaussian_delta(mu, 0.0) <= delta:
         return 0.0
-    hi = 1.0
-    while gaussian_delta(mu, hi) > delta:
-        hi *= 2.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if gaussian_delta(mu, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return hi
+    return lowest(lambda eps: gaussian_delta(mu, eps), delta, 0.0, 1.0, rel=1e-12, widen=True)
 
 
 def gm_epsilon(sigma: float, clip: float, m: int, delta: float) -> float:

@@ -31,7 +31,18 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .posterior import likelihoods, posterior, similarity_threshold
+from ldpgraph.protocols.torch_env import auto_device, resolve_device
+
+from .hogs_torch_ops import (
+    device_posterior,
+    host_tensor,
+    is_pair,
+    join_threshold,
+    pair_cosine,
+    popcount,
+    row_spans,
+)
+from .posterior import posterior
 from .similarity import FeatureRows
 
 #: How much below t the device's filter admits pairs (float32 rounding); every candidate is
@@ -55,14 +66,8 @@ def curator_device(device: str) -> torch.device | None:
     Raises:
         ValueError: ``cuda`` asked for on a machine where torch sees no GPU.
     """
-    if device in ("auto", ""):
-        return torch.device("cuda") if torch.cuda.is_available() else None
-    dev = torch.device(device)
-    if dev.type == "cpu":
-        return None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but CUDA is not available")
-    return dev
+    dev = resolve_device(auto_device(device))
+    return None if dev.type == "cpu" else dev
 
 
 class TorchCurator:
@@ -122,12 +127,46 @@ class TorchCurator:
         dev = self.device
         observed = np.asarray(observed, dtype=bool)
         pi, pj, ones = self._reported_pairs(reported, n)
-        obs_t = _host(observed).to(dev)
+        obs_t = host_tensor(observed).to(dev)
         nobs = obs_t[pi].to(torch.int64) + obs_t[pj].to(torch.int64)
         zeros = nobs - ones
 
         norm = self._norms(x0, features.binary)
-        t_join = _join_threshold(threshold, observed, p, mu)
+        t_join = join_threshold(threshold, observed, p, mu)
+        dots, candidates = self._dots_and_candidates(x0, features, norm, pi, pj, t_join)
+        s = pair_cosine(dots, norm, pi, pj)
+        prob = device_posterior(s, ones, zeros, p, mu)
+        keep = prob >= threshold
+        kept_keys = (pi[keep] * n + pj[keep]).cpu().numpy()
+        kept_prob = prob[keep].cpu().numpy()
+
+        n_miss = n - int(observed.sum())
+        if n_miss >= 2:
+            missing = np.flatnonzero(~observed)
+            mi, mj = FeatureRows(np.asarray(x0)[missing]).threshold_join(threshold)
+            candidates.append((missing[mi], missing[mj]))
+        key, kept, joined = _add_zero_pairs(
+            n, pi * n + pj, (kept_keys, kept_prob), candidates, observed, features, p, threshold, mu
+        )
+        stats = {
+            "reported_pairs": int(pi.numel()),
+            "joined_pairs": int(joined),
+            "kept_pairs": int(key.size),
+            "curator_device": str(dev),
+        }
+        return key // n, key % n, kept, stats
+
+    def _dots_and_candidates(
+        self,
+        x0: np.ndarray,
+        features: FeatureRows,
+        norm: torch.Tensor,
+        pi: torch.Tensor,
+        pj: torch.Tensor,
+        t_join: float | None,
+    ) -> tuple[torch.Tensor, list[tuple[np.ndarray, np.ndarray]]]:
+        """The reported pairs' dot products, and the (0,0)/(0,1) join's candidate pairs: from
+        the device's all-pairs blocks when the join runs there, else from the CPU's join."""
         on_device = t_join is not None and t_join <= 1.0
         if on_device and features.binary and not features.joins_blockwise(t_join):
             on_device = False  # identical rows or sparse rows: the CPU's sort/prefix join
@@ -142,38 +181,7 @@ class TorchCurator:
             dots = self._pair_dots(x0, features.binary, pi, pj)
             if t_join is not None:
                 candidates.append(features.threshold_join(t_join))
-        s = _cosine(dots, norm, pi, pj)
-        prob = _posterior(s, ones, zeros, p, mu)
-        keep = prob >= threshold
-        kept_keys = (pi[keep] * n + pj[keep]).cpu().numpy()
-        kept_prob = prob[keep].cpu().numpy()
-
-        n_miss = n - int(observed.sum())
-        if n_miss >= 2:
-            missing = np.flatnonzero(~observed)
-            mi, mj = FeatureRows(np.asarray(x0)[missing]).threshold_join(threshold)
-            candidates.append((missing[mi], missing[mj]))
-        keys = [kept_keys]
-        probs = [kept_prob]
-        joined = 0
-        pair_keys = pi * n + pj  # ascending, as torch.unique returned them
-        for ci, cj in candidates:
-            joined += ci.size
-            fresh = ~_is_pair(pair_keys, ci * n + cj)
-            ci, cj = ci[fresh], cj[fresh]
-            zero_bits = observed[ci].astype(np.int64) + observed[cj]
-            cp = posterior(features.cosine(ci, cj), np.zeros_like(zero_bits), zero_bits, p, mu)
-            ok = cp >= threshold
-            keys.append(ci[ok] * n + cj[ok])
-            probs.append(cp[ok])
-        key, first = np.unique(np.concatenate(keys), return_index=True)
-        stats = {
-            "reported_pairs": int(pi.numel()),
-            "joined_pairs": int(joined),
-            "kept_pairs": int(key.size),
-            "curator_device": str(dev),
-        }
-        return key // n, key % n, np.concatenate(probs)[first], stats
+        return dots, candidates
 
     def _reported_pairs(
         self, reported: sp.csr_matrix, n: int
@@ -182,8 +190,8 @@ class TorchCurator:
         two bits are 1 (1 or 2)."""
         dev = self.device
         reported = reported.tocsr()
-        indptr = _host(np.asarray(reported.indptr, dtype=np.int64)).to(dev)
-        cols = _host(reported.indices).to(dev).to(torch.int64)
+        indptr = host_tensor(np.asarray(reported.indptr, dtype=np.int64)).to(dev)
+        cols = host_tensor(reported.indices).to(dev).to(torch.int64)
         rows = torch.repeat_interleave(torch.arange(n, device=dev), indptr.diff())
         off = rows != cols
         rows, cols = rows[off], cols[off]
@@ -201,14 +209,14 @@ class TorchCurator:
         else:
             xd = np.asarray(x0, dtype=np.float64)
             norm = np.sqrt(np.einsum("ij,ij->i", xd, xd))
-        return _host(norm).to(self.device)
+        return host_tensor(norm).to(self.device)
 
     def _dense(self, x0: np.ndarray, binary: bool) -> torch.Tensor:
         """The rows on the device for all-pairs products: 0/1 rows as float32 (their dot
         products are integer counts, exact in float32), real rows as float64."""
         if binary:
-            return _host(np.asarray(x0, dtype=np.uint8)).to(self.device).to(torch.float32)
-        return _host(np.asarray(x0, dtype=np.float64)).to(self.device)
+            return host_tensor(np.asarray(x0, dtype=np.uint8)).to(self.device).to(torch.float32)
+        return host_tensor(np.asarray(x0, dtype=np.float64)).to(self.device)
 
     def _pair_dots(
         self, x0: np.ndarray, binary: bool, pi: torch.Tensor, pj: torch.Tensor
@@ -221,7 +229,7 @@ class TorchCurator:
             pad = (-packed.shape[1]) % 8
             if pad:
                 packed = np.pad(packed, ((0, 0), (0, pad)))
-            x = _host(np.ascontiguousarray(packed).view(np.int64)).to(self.device)
+            x = host_tensor(np.ascontiguousarray(packed).view(np.int64)).to(self.device)
         else:
             x = self._dense(x0, binary)
         out = torch.empty(pi.numel(), dtype=torch.float64, device=self.device)
@@ -229,7 +237,7 @@ class TorchCurator:
         for lo in range(0, pi.numel(), step):
             a, b = pi[lo : lo + step], pj[lo : lo + step]
             if binary:
-                dots = _popcount(x[a] & x[b])
+                dots = popcount(x[a] & x[b])
             else:
                 dots = (x[a] * x[b]).sum(dim=1)
             out[lo : lo + a.numel()] = dots.to(torch.float64)
@@ -309,9 +317,9 @@ class TorchCurator:
         total = torch.segment_reduce(vals, "sum", offsets=indptr, initial=0.0)
         has = counts > 0
         denom = torch.where(has, total, 1.0)[:, None]
-        x = _host(np.asarray(x0)).to(dev).to(torch.float64)
+        x = host_tensor(np.asarray(x0)).to(dev).to(torch.float64)
         ends = indptr.cpu().numpy()
-        spans = _row_spans(ends, max(1, self.gather_entries // max(x.shape[1], 1)))
+        spans = row_spans(ends, max(1, self.gather_entries // max(x.shape[1], 1)))
         for _ in range(steps):
             agg = torch.empty_like(x)
             for r0, r1 in spans:
@@ -324,81 +332,31 @@ class TorchCurator:
         return x.to(torch.float32).cpu().numpy()
 
 
-def _join_threshold(
-    threshold: float, observed: np.ndarray, p: float, mu: float = 1.0
-) -> float | None:
-    """The lowest similarity at which a pair with no reported 1 can reach ``threshold``: the
-    (0,0) threshold when two nodes reported, the (0,1) one when a node is missing; None when
-    no such pair has an observed bit (the numpy path's rule)."""
-    n_obs = int(observed.sum())
-    n_miss = observed.size - n_obs
-    found = []
-    if n_obs >= 2:
-        found.append(similarity_threshold(threshold, 0, 2, p, mu))
-    if n_obs >= 1 and n_miss >= 1:
-        found.append(similarity_threshold(threshold, 0, 1, p, mu))
-    return min(found) if found else None
-
-
-def _is_pair(sorted_keys: torch.Tensor, keys: np.ndarray) -> np.ndarray:
-    """Whether each of ``keys`` (i·n + j) is among the ascending ``sorted_keys``."""
-    if sorted_keys.numel() == 0 or keys.size == 0:
-        return np.zeros(keys.shape, dtype=bool)
-    k = torch.from_numpy(keys).to(sorted_keys.device)
-    at = torch.searchsorted(sorted_keys, k).clamp_(max=sorted_keys.numel() - 1)
-    return (sorted_keys[at] == k).cpu().numpy()
-
-
-_M1, _M2, _M4 = 0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F
-
-
-def _popcount(w: torch.Tensor) -> torch.Tensor:
-    """Set bits of each row of int64 words (torch has no popcount): the SWAR bit count of
-    every word, summed over the row. Every mask is clear of the sign bit, so the arithmetic
-    shifts of negative words count right too."""
-    w = w - ((w >> 1) & _M1)
-    w = (w & _M2) + ((w >> 2) & _M2)
-    w = (w + (w >> 4)) & _M4
-    w = w + (w >> 8)
-    w = w + (w >> 16)
-    w = w + (w >> 32)
-    return (w & 0x7F).sum(dim=-1)
-
-
-def _host(a: np.ndarray) -> torch.Tensor:
-    """``a`` as a CPU tensor sharing its memory, copied first when numpy marks it read-only
-    (torch warns about those)."""
-    a = np.ascontiguousarray(a)
-    return torch.from_numpy(a if a.flags.writeable else a.copy())
-
-
-def _cosine(dots: torch.Tensor, norm: torch.Tensor, i: torch.Tensor, j: torch.Tensor):
-    """s_ij from float64 dot products, 0 where either row is all-zero (as numpy's)."""
-    denom = norm[i] * norm[j]
-    ok = denom > 0
-    return torch.where(ok, dots / torch.where(ok, denom, 1.0), 0.0)
-
-
-def _posterior(s: torch.Tensor, ones: torch.Tensor, zeros: torch.Tensor, p: float, mu: float = 1.0):
-    """Eq. (9) on the device: the same table and the same float64 operations, in the same
-    order, as :func:`~ldpgraph.protocols.ldp.posterior.posterior`."""
-    l_edge, l_none = likelihoods(p, mu)
-    idx = ones * 3 + zeros
-    le = torch.from_numpy(l_edge.ravel()).to(s.device)[idx]
-    ln = torch.from_numpy(l_none.ravel()).to(s.device)[idx]
-    num = le * s
-    return num / (num + ln * (1.0 - s))
-
-
-def _row_spans(indptr: np.ndarray, most: int) -> list[tuple[int, int]]:
-    """Consecutive row ranges holding at most ``most`` entries each (a row with more is a
-    range of its own)."""
-    n = indptr.size - 1
-    spans = []
-    r0 = 0
-    while r0 < n:
-        r1 = int(np.searchsorted(indptr, indptr[r0] + most, side="right")) - 1
-        r1 = min(n, max(r1, r0 + 1))
-        spans.append((r0, r1))
-        r0 = r1
-    return spans
+def _add_zero_pairs(
+    n: int,
+    pair_keys: torch.Tensor,
+    reported: tuple[np.ndarray, np.ndarray],
+    candidates: list[tuple[np.ndarray, np.ndarray]],
+    observed: np.ndarray,
+    features: FeatureRows,
+    p: float,
+    threshold: float,
+    mu: float,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The kept pairs' keys (i·n + j, ascending) and posteriors: the reported pairs kept on the
+    device, plus the joined candidates with no reported 1 that are not reported pairs, scored
+    on the CPU exactly as the numpy path scores them; and how many candidates were joined."""
+    keys = [reported[0]]
+    probs = [reported[1]]
+    joined = 0
+    for ci, cj in candidates:
+        joined += ci.size
+        fresh = ~is_pair(pair_keys, ci * n + cj)  # pair_keys ascending, as torch.unique gave them
+        ci, cj = ci[fresh], cj[fresh]
+        zero_bits = observed[ci].astype(np.int64) + observed[cj]
+        cp = posterior(features.cosine(ci, cj), np.zeros_like(zero_bits), zero_bits, p, mu)
+        ok = cp >= threshold
+        keys.append(ci[ok] * n + cj[ok])
+        probs.append(cp[ok])
+    key, first = np.unique(np.concatenate(keys), return_index=True)
+    return key, np.concatenate(probs)[first], joined

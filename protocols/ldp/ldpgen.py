@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ACCOUNTANT, unit_summary
 from ..base import (
     EPSILON,
     FEATURE_SHARE,
@@ -62,12 +61,13 @@ from ..base import (
     RoundResult,
 )
 from ..graph import canonical_edges
-from ..laplace import MIN_EPSILON, DiscreteLaplace, composed_epsilon, discrete_laplace_part
+from ..laplace import MIN_EPSILON, DiscreteLaplace
 from ..params import Param, Params
 from ..registry import register
 from ..rng import DEGREE, node_rng, stage_rng
 from ..support import noisy_count
 from ..types import NodeView, PrivacyReport, Release, Report
+from . import ldpgen_privacy
 from .assemble import feature_reports
 from .hogs_features import reconstruct_features
 from .ldpgen_generate import (
@@ -336,53 +336,12 @@ class LdpGenProtocol(SplitBudgetProtocol):
     # -- privacy ----------------------------------------------------------------------------
     def round_parts(self, round_: int, num_features: int | None = None) -> list[dict[str, Any]]:
         """The privacy-report lines of one round (each carries ``round``)."""
-        unit = "one adjacency bit (edge LDP): moves one entry of the degree vector by 1"
-        if round_ == 0:
-            parts = [discrete_laplace_part("degree-vector-0", unit, self.eps1)]
-            parts[0]["entries"] = int(self.params.k0)
-            parts += self.feature_parts(num_features)
-        elif round_ == 1:
-            parts = [discrete_laplace_part("degree-vector-1", unit, self.eps2)]
-        else:
-            raise ValueError(f"ldpgen has rounds 0 and 1, not {round_}")
-        for part in parts:
-            part["round"] = round_
-        return parts
+        return ldpgen_privacy.round_parts(self, round_, num_features)
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         """Discrete Laplace at ε1 and ε2 on the two degree vectors (L1 sensitivity 1 per
         adjacency bit), plus the 1-bit features at ε_f in round 0 when private."""
-        eps1, eps2 = self.eps1, self.eps2
-        parts = self.round_parts(0, num_features) + self.round_parts(1, num_features)
-        rr = [] if self.public_features else [self.eps_features]
-        notes = [
-            f"ε1 = {eps1:g} (round 0) and ε2 = {eps2:g} (round 1) protect one adjacency bit: "
-            "it changes one entry of each degree vector by 1 (L1 sensitivity 1), and each entry "
-            "gets discrete Laplace noise at ε_r; the two rounds compose to ε1 + ε2.",
-            "An edge {u, v} is counted in both endpoints' degree vectors (u's entry for v's "
-            f"group and v's for u's), in both rounds: it is 2(ε1 + ε2) = "
-            f"{2 * (eps1 + eps2):g}-DP for that edge (edge LDP is per row, as in the papers).",
-            "Clustering, k1 and the graph generator are post-processing of the reports; tuning "
-            "what nodes report (k0, phase_share, feature_share or ε) collects fresh reports per "
-            "configuration, and a node spends the sum over the collections used.",
-            self.feature_note(num_features),
-        ]
-        headline, unit_eps = unit_summary(
-            adjacency_label="ε1 + ε2",
-            counts=[eps1, eps2],
-            adjacency_detail="one entry of each round's degree vector",
-            edge_detail="both endpoints' degree vectors count it, in both rounds",
-            feature_bit=None if self.public_features else self.eps_features,
-            num_features=num_features,
-        )
-        return self.report(
-            epsilon=composed_epsilon(rr, [eps1, eps2]),
-            accountant=ACCOUNTANT + " with the discrete Laplace PLD of protocols.laplace",
-            parts=parts,
-            notes=notes,
-            headline=headline,
-            unit_epsilons=unit_eps,
-        )
+        return ldpgen_privacy.privacy_report(self, num_features)
 
 
 def _vectors(rows: dict[int, Any], n: int, k: int) -> tuple[np.ndarray, np.ndarray]:

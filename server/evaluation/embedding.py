@@ -42,15 +42,13 @@ def gae_embedding(
     import torch
     import torch.nn.functional as F
 
-    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
-    from ldpgraph.protocols.torch_env import resolve_device
+    # Long on purpose: one training loop whose torch and numpy draws must run in this order
+    # (the seeded tests hold the embedding); helpers would only pass its state around.
+    from ldpgraph.protocols.torch_env import cpu_threads, resolve_device
     from ldpgraph.server.models import SymmetricGCNConv, discard_generated_files
-    from ldpgraph.server.tensors import center_columns
-    from ldpgraph.server.tensors import feature_tensor as _feature_tensor
-    from ldpgraph.server.tensors import graph_tensors as _graph_tensors
-    from ldpgraph.server.tensors import mostly_zero as _mostly_zero
+    from ldpgraph.server.tensors import center_columns, feature_tensor, graph_tensors, mostly_zero
 
-    from .holdout import pair_keys, sample_non_edges
+    from .holdout import pair_keys
 
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     n = int(x.shape[0])
@@ -59,7 +57,7 @@ def gae_embedding(
     if x.shape[1] == 0:
         x = stage_rng(seed, "gae-input").standard_normal((n, RANDOM_INPUT_DIM)).astype(np.float32)
     dev = resolve_device(device)
-    sparse = _mostly_zero(x)
+    sparse = mostly_zero(x)
     x = np.asarray(x, dtype=np.float32) if sparse else center_columns(x)
     rng = stage_rng(seed, "gae-pairs")
     cuda = list(range(torch.cuda.device_count())) if dev.type == "cuda" else []
@@ -67,7 +65,7 @@ def gae_embedding(
         # One thread unless told: on a shared machine two threads spin-wait on each other
         # (Cora, under load: 10 s on one thread, 98 s on two).
         num_threads = 1
-    with _cpu_threads(num_threads), torch.random.fork_rng(devices=cuda):
+    with cpu_threads(num_threads), torch.random.fork_rng(devices=cuda):
         torch.default_generator.manual_seed(stage_seed(seed, "gae"))
         if cuda:
             torch.cuda.manual_seed_all(stage_seed(seed, "gae"))
@@ -75,8 +73,8 @@ def gae_embedding(
         conv2 = SymmetricGCNConv(DIMS[0], DIMS[1], cached=True).to(dev)
         model = torch.nn.ModuleList([conv1, conv2])
         discard_generated_files(model)
-        x_t = _feature_tensor(x, dev, sparse=sparse)
-        adj, _ = _graph_tensors(edges, None, n, dev, sparse=True)
+        x_t = feature_tensor(x, dev, sparse=sparse)
+        adj, _ = graph_tensors(edges, None, n, dev, sparse=True)
         optimizer = torch.optim.Adam(model.parameters(), lr=LR)
         size = min(len(edges), MAX_PAIRS)
         taken = np.sort(pair_keys(edges, n))
@@ -87,12 +85,7 @@ def gae_embedding(
             return conv2(conv1(x_t, adj).relu(), adj)
 
         for _ in range(epochs):
-            pos = edges if size == len(edges) else edges[rng.choice(len(edges), size, False)]
-            if room:
-                neg = sample_non_edges(edges, n, size, rng, taken)
-            else:  # a near-complete release: uniform pairs, edges among them
-                neg = np.stack([rng.integers(0, n, size), rng.integers(0, n, size)], axis=1)
-            pairs = torch.as_tensor(np.concatenate([pos, neg]), device=dev)
+            pairs = torch.as_tensor(_epoch_pairs(edges, n, size, room, taken, rng), device=dev)
             optimizer.zero_grad(set_to_none=True)
             z = encode()
             logits = (z[pairs[:, 0]] * z[pairs[:, 1]]).sum(dim=1)
@@ -101,6 +94,26 @@ def gae_embedding(
         with torch.no_grad():
             z = encode()
     return z.detach().cpu().numpy().astype(np.float32)
+
+
+def _epoch_pairs(
+    edges: np.ndarray,
+    n: int,
+    size: int,
+    room: bool,
+    taken: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One epoch's ``size`` positive pairs (all edges, or a random subset) then ``size``
+    negatives: non-edges, or uniform pairs (edges among them) in a near-complete release."""
+    from .holdout import sample_non_edges
+
+    pos = edges if size == len(edges) else edges[rng.choice(len(edges), size, False)]
+    if room:
+        neg = sample_non_edges(edges, n, size, rng, taken)
+    else:
+        neg = np.stack([rng.integers(0, n, size), rng.integers(0, n, size)], axis=1)
+    return np.concatenate([pos, neg])
 
 
 def release_embedding(ctx: EvaluationContext) -> np.ndarray:

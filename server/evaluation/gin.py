@@ -52,19 +52,23 @@ from typing import Any
 
 import numpy as np
 
-from ldpgraph.protocols.graph import canonical_edges, split_by_offsets
 from ldpgraph.protocols.params import Param
 from ldpgraph.protocols.rng import stage_rng, stage_seed
 
 from .base import EvaluationContext, Metric, register_metric
+from .gin_model import (  # noqa: F401  (DEGREE_CAP, DROPOUT, labelled_originals re-exported)
+    DEGREE_CAP,
+    DROPOUT,
+    _Encoded,
+    _gin,
+    labelled_originals,
+    stratified_folds,
+)
 
 #: Folds of the stratified split (test part 1/FOLDS = 20 %: the paper's 4:1).
 FOLDS = 5
-#: One-hot degree columns: degrees 0..DEGREE_CAP − 1 each their own, ≥ DEGREE_CAP the last.
-DEGREE_CAP = 100
 BATCH = 32
 LR = 0.01
-DROPOUT = 0.5
 #: Random batches per epoch (the official GIN code's ``iters_per_epoch``) ...
 ITERATIONS = 50
 #: ... but no more than this many passes over the training graphs: 50 batches of 32 are about
@@ -91,127 +95,6 @@ DEFAULT_HIDDEN = GIN_HIDDEN.default
 DEFAULT_LAYERS = GIN_LAYERS.default
 #: Test graphs scored in one forward pass at most.
 EVAL_CHUNK = 512
-
-
-# --- data ------------------------------------------------------------------------------------
-
-
-def labelled_originals(graph: Any) -> tuple[list[tuple[np.ndarray, int]], np.ndarray]:
-    """The original collection's graphs (local edges, n) and their class labels; a one-line
-    error when ``graph`` is one graph or carries no graph labels."""
-    meta = getattr(graph, "meta", None) or {}
-    if meta.get("graph_ptr") is None:
-        raise ValueError(
-            "the gin metric classifies the graphs of a collection dataset (dblp-collection, "
-            "imdb-collection, …); this original is one graph"
-        )
-    labels = meta.get("graph_labels")
-    graphs = split_by_offsets(graph.edges, meta["graph_ptr"])
-    if labels is None or len(labels) != len(graphs) or (np.asarray(labels) < 0).any():
-        raise ValueError("the gin metric needs a class label for every graph of the collection")
-    return graphs, np.asarray(labels, dtype=np.int64)
-
-
-def stratified_folds(labels: np.ndarray, folds: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """The test indices of each of ``folds`` disjoint folds covering ``range(len(labels))``:
-    scikit-learn's ``StratifiedKFold`` (shuffled; every class spread over the folds as evenly
-    as it divides), its ``random_state`` a 32-bit integer drawn from ``rng``.
-
-    Args:
-        labels: class label per graph.
-        folds: number of folds (≥ 2; every class needs at least this many members).
-        rng: the stream the shuffle's seed is drawn from.
-    """
-    from sklearn.model_selection import StratifiedKFold
-
-    labels = np.asarray(labels, dtype=np.int64)
-    classes, counts = np.unique(labels, return_counts=True)
-    if folds < 2:
-        raise ValueError(f"a stratified split needs at least 2 folds, got {folds}")
-    if len(classes) < 2:
-        raise ValueError(f"GIN accuracy needs at least 2 classes; the {len(labels)} graphs have 1")
-    if counts.min() < folds:
-        small = ", ".join(
-            f"class {c}: {n}" for c, n in zip(classes, counts, strict=True) if n < folds
-        )
-        raise ValueError(
-            f"a stratified {folds}-fold split needs at least {folds} graphs of every class "
-            f"({small})"
-        )
-    kfold = StratifiedKFold(n_splits=folds, shuffle=True, random_state=int(rng.integers(2**32)))
-    return [test.astype(np.int64) for _train, test in kfold.split(np.zeros(len(labels)), labels)]
-
-
-class _Encoded:
-    """A list of graphs as GIN input: per graph its nodes' degree column (capped) and its
-    edges in both directions (local ids)."""
-
-    def __init__(self, graphs: Sequence[tuple[np.ndarray, int]]) -> None:
-        self.degree: list[np.ndarray] = []
-        self.edges: list[np.ndarray] = []
-        for e, n in graphs:
-            e = canonical_edges(e, n)
-            self.degree.append(np.minimum(np.bincount(e.ravel(), minlength=n), DEGREE_CAP))
-            self.edges.append(np.concatenate([e, e[:, ::-1]]).T)
-        self.sizes = np.array([len(d) for d in self.degree], dtype=np.int64)
-
-    def batch(self, idx: np.ndarray, device: Any) -> tuple[Any, Any, Any]:
-        """(degree column per node, edge_index, graph of each node) of graphs ``idx``, as one
-        disjoint union on ``device``."""
-        import torch
-
-        offsets = np.concatenate([[0], np.cumsum(self.sizes[idx])[:-1]])
-        deg = np.concatenate([self.degree[i] for i in idx])
-        ei = np.concatenate([self.edges[i] + o for i, o in zip(idx, offsets, strict=True)], axis=1)
-        owner = np.repeat(np.arange(len(idx)), self.sizes[idx])
-        return (
-            torch.as_tensor(deg, device=device),
-            torch.as_tensor(ei, dtype=torch.long, device=device),
-            torch.as_tensor(owner, device=device),
-        )
-
-
-# --- the model -------------------------------------------------------------------------------
-
-
-def _gin(in_dim: int, hidden: int, layers: int, classes: int) -> Any:
-    """The official GIN's architecture (see the module docstring)."""
-    import torch
-    from torch import nn
-    from torch_geometric.nn import GINConv, global_add_pool
-
-    class GIN(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.convs = nn.ModuleList()
-            self.norms = nn.ModuleList()
-            for i in range(layers - 1):
-                mlp = nn.Sequential(
-                    nn.Linear(in_dim if i == 0 else hidden, hidden),
-                    nn.BatchNorm1d(hidden),
-                    nn.ReLU(),
-                    nn.Linear(hidden, hidden),
-                )
-                self.convs.append(GINConv(mlp, eps=0.0, train_eps=False))
-                self.norms.append(nn.BatchNorm1d(hidden))
-            self.heads = nn.ModuleList(
-                [nn.Linear(in_dim if i == 0 else hidden, classes) for i in range(layers)]
-            )
-
-        def forward(
-            self, x: torch.Tensor, edge_index: torch.Tensor, owner: torch.Tensor, graphs: int
-        ) -> torch.Tensor:
-            hs = [x]
-            for conv, norm in zip(self.convs, self.norms, strict=True):
-                hs.append(torch.relu(norm(conv(hs[-1], edge_index))))
-            return sum(
-                nn.functional.dropout(
-                    head(global_add_pool(h, owner, size=graphs)), DROPOUT, self.training
-                )
-                for head, h in zip(self.heads, hs, strict=True)
-            )
-
-    return GIN()
 
 
 def learning_rate(epoch: int, epochs: int) -> float:
@@ -303,8 +186,7 @@ def gin_cross_validation(
         device: torch device (None: the GPU when there is one).
         num_threads: CPU threads (None: one, on the CPU).
     """
-    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
-    from ldpgraph.protocols.torch_env import resolve_device
+    from ldpgraph.protocols.torch_env import cpu_threads, resolve_device
 
     if len(graphs) != len(labels):
         raise ValueError(f"{len(graphs)} graphs for {len(labels)} labels")
@@ -315,7 +197,7 @@ def gin_cross_validation(
     data = _Encoded(graphs)
     everything = np.arange(len(graphs))
     settings = {"epochs": epochs, "hidden": hidden, "layers": layers, "iterations": iterations}
-    with _cpu_threads(num_threads):
+    with cpu_threads(num_threads):
         curves = np.stack(
             [
                 _train_fold(
@@ -332,6 +214,12 @@ def gin_cross_validation(
                 for f, test in enumerate(folds)
             ]
         )
+    return _summary(curves, time.perf_counter() - t0)
+
+
+def _summary(curves: np.ndarray, seconds: float) -> dict[str, Any]:
+    """The recorded figures of the per-fold accuracy curves (folds × epochs): the final
+    epoch's and the best epoch's (chosen on the fold mean) mean and sample std."""
     best = int(np.argmax(curves.mean(axis=0)))
     return {
         "final": float(curves[:, -1].mean()),
@@ -340,7 +228,7 @@ def gin_cross_validation(
         "best_std": _std(curves[:, best]),
         "best_epoch": best + 1,
         "final_per_fold": [float(v) for v in curves[:, -1]],
-        "seconds": round(time.perf_counter() - t0, 4),
+        "seconds": round(seconds, 4),
     }
 
 

@@ -45,6 +45,7 @@ from ldpgraph.protocols.params import Param
 from ldpgraph.protocols.rng import stage_rng
 
 from .base import EvaluationContext, Metric, register_metric
+from .graph_measures import assortativity, degree_statistics, relative_error
 
 #: Path statistics are exact while the largest component has at most this many nodes.
 GRAPH_EXACT_LIMIT = Param(
@@ -91,18 +92,6 @@ class GraphTooLargeError(ValueError):
     """An exact path statistic was asked of a graph above the exact limit with sampling off."""
 
 
-def relative_error(original: float | None, released: float | None) -> float | None:
-    """|released − original| / |original|; None where undefined (either value undefined, or
-    an original of 0 that the release does not match)."""
-    if original is None or released is None:
-        return None
-    if released == original:
-        return 0.0
-    if original == 0:
-        return None
-    return float(abs(released - original) / abs(original))
-
-
 def release_edges(release: Any) -> tuple[np.ndarray, str]:
     """The edges the statistics see in ``release`` and how its weights were treated."""
     edges = np.asarray(release.edges, dtype=np.int64).reshape(-1, 2)
@@ -124,31 +113,6 @@ def release_edges(release: Any) -> tuple[np.ndarray, str]:
 # --- statistics of one graph -------------------------------------------------------------------
 
 
-def degree_statistics(degrees: np.ndarray) -> dict[str, float | int | None]:
-    """Edges, wedges, claws, REDE and Gini from the degree sequence (closed forms)."""
-    d = np.asarray(degrees, dtype=np.int64)
-    n = d.shape[0]
-    two_m = int(d.sum())
-    out: dict[str, float | int | None] = {
-        "edges": two_m // 2,
-        "wedges": int((d * (d - 1) // 2).sum()),
-        "claws": int((d * (d - 1) * (d - 2) // 6).sum()),
-    }
-    if two_m == 0 or n < 2:
-        out["rede"] = None
-    else:
-        p = d / two_m
-        out["rede"] = float(np.sum(-p * np.log((d + 1e-4) / two_m)) / np.log(n))
-    if two_m == 0:
-        out["gini"] = 0.0
-    else:
-        # Gini = Σ_i Σ_j |d_i − d_j| / (2 n² mean), from the sorted sequence.
-        s = np.sort(d).astype(np.float64)
-        ranks = np.arange(1, n + 1, dtype=np.float64)
-        out["gini"] = float(2.0 * np.sum(ranks * s) / (n * s.sum()) - (n + 1.0) / n)
-    return out
-
-
 def triangles_per_node(adj: Any) -> np.ndarray:
     """Triangles through each node: the diagonal of A³ / 2, as (A·A ∘ A) row sums, a block of
     rows at a time (A·A of a whole dense release would not fit)."""
@@ -165,22 +129,6 @@ def triangles_per_node(adj: Any) -> np.ndarray:
         out[start:stop] = np.asarray((rows @ a).multiply(rows).sum(axis=1)).ravel() // 2
         start = stop
     return out
-
-
-def assortativity(edges: np.ndarray, degrees: np.ndarray) -> float | None:
-    """Newman's degree assortativity: the Pearson correlation of the degrees at the two ends of
-    an edge, each edge taken both ways (networkx's ``degree_assortativity_coefficient``);
-    None without edges or when every edge joins nodes of one degree."""
-    if edges.shape[0] == 0:
-        return None
-    du, dv = degrees[edges[:, 0]], degrees[edges[:, 1]]
-    x = np.concatenate([du, dv]).astype(np.float64)
-    y = np.concatenate([dv, du]).astype(np.float64)
-    if np.all(x == x[0]):
-        return None
-    from scipy.stats import pearsonr
-
-    return float(pearsonr(x, y).statistic)
 
 
 def _blocks(labels: np.ndarray, sizes: np.ndarray, wanted: np.ndarray) -> list[np.ndarray]:
@@ -248,8 +196,26 @@ def path_statistics(
         sources = candidates
     wanted = np.zeros(ncomp, dtype=bool)
     wanted[labels[sources]] = True
+    total, pairs, diameter, far = _distances(adj, labels, sizes, wanted, sources)
+    sweeps = 0
+    if sampled:
+        diameter, sweeps = _sweep_diameter(adj, labels, far[1], diameter)
+    return {
+        "cpl": total / pairs if pairs else None,
+        "diameter": diameter if pairs else None,
+        "lcc": lcc,
+        "paths": _paths("sampled" if sampled else "exact", int(sources.size), sweeps),
+    }
+
+
+def _distances(
+    adj: Any, labels: np.ndarray, sizes: np.ndarray, wanted: np.ndarray, sources: np.ndarray
+) -> tuple[float, int, int, tuple[int, int]]:
+    """BFS from every source, block by block: the sum of the finite distances, the number of
+    connected ordered pairs, the largest eccentricity, and (that eccentricity, the farthest
+    node of the most eccentric source) for the diameter sweeps."""
     total, pairs, diameter = 0.0, 0, 0
-    far = (-1, -1)  # (eccentricity, the farthest node of the most eccentric source)
+    far = (-1, -1)
     for nodes in _blocks(labels, sizes, wanted):
         mine = sources[np.isin(sources, nodes)]
         step = max(1, _BATCH_ENTRIES // nodes.size)
@@ -264,25 +230,23 @@ def path_statistics(
             if ecc[best] > far[0]:
                 far = (int(ecc[best]), int(nodes[reach[best].argmax()]))
             diameter = max(diameter, int(ecc.max()))
+    return total, pairs, diameter, far
+
+
+def _sweep_diameter(adj: Any, labels: np.ndarray, node: int, diameter: int) -> tuple[int, int]:
+    """Iterated double sweep: a BFS from the farthest node found, while it improves the
+    diameter's lower bound (at most :data:`DIAMETER_SWEEPS`); the bound and the sweeps run."""
     sweeps = 0
-    if sampled:
-        # Iterated double sweep: a BFS from the farthest node found, while it improves.
-        node = far[1]
-        for _ in range(DIAMETER_SWEEPS):
-            nodes = np.flatnonzero(labels == labels[node])
-            reach = _bfs(adj, nodes, np.array([node]))[0]
-            sweeps += 1
-            ecc = int(reach.max())
-            node = int(nodes[reach.argmax()])
-            if ecc <= diameter:
-                break
-            diameter = ecc
-    return {
-        "cpl": total / pairs if pairs else None,
-        "diameter": diameter if pairs else None,
-        "lcc": lcc,
-        "paths": _paths("sampled" if sampled else "exact", int(sources.size), sweeps),
-    }
+    for _ in range(DIAMETER_SWEEPS):
+        nodes = np.flatnonzero(labels == labels[node])
+        reach = _bfs(adj, nodes, np.array([node]))[0]
+        sweeps += 1
+        ecc = int(reach.max())
+        node = int(nodes[reach.argmax()])
+        if ecc <= diameter:
+            break
+        diameter = ecc
+    return diameter, sweeps
 
 
 def _paths(method: str, sources: int, sweeps: int = 0) -> dict[str, Any]:

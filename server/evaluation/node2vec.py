@@ -148,10 +148,12 @@ def node2vec_embedding(
         epochs: passes over fresh walks.
         num_threads: torch CPU threads (None: one).
     """
+    # Long on purpose: one training loop whose walk, negative and torch draws must run in
+    # this order (the seeded tests hold the embedding); helpers would only pass its state.
     import torch
     import torch.nn.functional as F
 
-    from ldpgraph.protocols.torch_env import cpu_threads as _cpu_threads
+    from ldpgraph.protocols.torch_env import cpu_threads
 
     n = int(num_nodes)
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
@@ -163,7 +165,7 @@ def node2vec_embedding(
     per_walk = len(walk_pairs(np.zeros((1, WALK_LENGTH + 1), dtype=np.int64), WINDOW))
     walks_per_epoch = min(len(starts), max(1, MAX_PAIRS // per_walk))
     neg_rng = stage_rng(seed, "node2vec-negatives")
-    with _cpu_threads(num_threads or 1), torch.random.fork_rng(devices=[]):
+    with cpu_threads(num_threads or 1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(stage_seed(seed, "node2vec"))
         table = torch.nn.Embedding(n, dim)
         torch.nn.init.normal_(table.weight, std=1.0 / np.sqrt(dim))

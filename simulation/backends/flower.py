@@ -84,7 +84,7 @@ def release_over_grid(
     ``partition``) and ``supernodes`` is the number of node files; ``manifest`` (its curator
     file's, :class:`~ldpgraph.server.binding.Manifest`) binds each node to its SuperNode's key,
     and a deployment without one is refused."""
-    from ldpgraph.server.collector import GridCollector, settled_node_count
+    from ldpgraph.server.collector import GridCollector
 
     if graph is None and manifest is None:
         raise ConfigError(
@@ -94,21 +94,10 @@ def release_over_grid(
 
     (workdir / "server-started").touch()
     n = curator.num_nodes
-    if graph is None:
-        expected = int(supernodes or 1)
-        k = -(-n // expected)
-    else:
-        if supernodes is None and config.nodes_per_client == 0:
-            k = -(-n // settled_node_count(grid, config.wait_timeout))
-        else:
-            k = config.resolved_nodes_per_client(n)
-        expected = -(-n // k)
+    expected, k = _layout(grid, n, deployed=graph is None, config=config, supernodes=supernodes)
     store = workdir / "nodes"
     if graph is not None:
-        # Always fresh: a store left in a named run directory by a killed run would carry that
-        # run's node settings and ledgers.
-        shutil.rmtree(store, ignore_errors=True)
-        write_node_store(graph, store, config.node_settings())
+        _fresh_store(graph, store, config)
     collector = GridCollector(
         grid,
         n,
@@ -131,10 +120,43 @@ def release_over_grid(
     collector.progress = progress
     # Nothing about a node's budget, consent or randomness travels in a round message.
     done = run_rounds(protocol, collector, curator, config.seed)
-    done.release.stats["collection"] = {
-        "node_units": (
-            {config.node_settings().unit: n} if graph is not None else dict(collector.units)
-        ),
+    done.release.stats["collection"] = _collection(
+        config, collector, done, n, k, deployed=graph is None
+    )
+    return done.release, {"hello": hello, **done.timings}
+
+
+def _fresh_store(graph: Graph, store: Path, config: RunConfig) -> None:
+    """The simulated nodes' store, always written afresh: a store left in a named run
+    directory by a killed run would carry that run's node settings and ledgers."""
+    shutil.rmtree(store, ignore_errors=True)
+    write_node_store(graph, store, config.node_settings())
+
+
+def _layout(
+    grid: Any, n: int, *, deployed: bool, config: RunConfig, supernodes: int | None
+) -> tuple[int, int]:
+    """How many SuperNodes answer and how many nodes each hosts: a deployment's node files
+    fix the count; a simulation spreads the nodes over the SuperNodes given, or over those
+    that connect when the caller started none (``flwr run``)."""
+    from ldpgraph.server.collector import settled_node_count
+
+    if deployed:
+        expected = int(supernodes or 1)
+        return expected, -(-n // expected)
+    if supernodes is None and config.nodes_per_client == 0:
+        k = -(-n // settled_node_count(grid, config.wait_timeout))
+    else:
+        k = config.resolved_nodes_per_client(n)
+    return -(-n // k), k
+
+
+def _collection(
+    config: RunConfig, collector: Any, done: Any, n: int, k: int, *, deployed: bool
+) -> dict[str, Any]:
+    """The release's ``collection`` stats: who answered, how and in how many rounds."""
+    return {
+        "node_units": ({config.node_settings().unit: n} if not deployed else dict(collector.units)),
         # How the nodes drew their rows, as their hellos state it (a deployed node: in
         # constant work; a simulated one: sparse, no one times its reply).
         "node_sampling": dict(collector.sampling),
@@ -145,12 +167,11 @@ def release_over_grid(
         "node_randomness": (
             "node-owned: each SuperNode's own configuration (OS entropy unless its "
             "operator pinned a seed)"
-            if graph is None
+            if deployed
             else f"{config.node_settings().randomness} (simulation: the harness "
             "set every node's settings)"
         ),
     }
-    return done.release, {"hello": hello, **done.timings}
 
 
 @contextlib.contextmanager

@@ -11,30 +11,13 @@ from flwr.app import Context, RecordDict
 
 from ldpgraph.client import app as client_app
 from ldpgraph.client.budget import NodeSettings
-from ldpgraph.client.nodedata import open_store
 from ldpgraph.protocols import mechanisms
 from ldpgraph.protocols.registry import make_protocol
 from ldpgraph.protocols.reports import HOSTS_RECORD, node_record_name
 from ldpgraph.simulation.backends.local import run_protocol
-from ldpgraph.simulation.datasets import load_dataset
-from ldpgraph.simulation.partition import write_partition
 from ldpgraph.simulation.pipeline import curator_view
 
-N, D = 40, 8
-NODES = range(10)
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return load_dataset(f"synthetic:n={N},classes=2,d={D},seed=1")
-
-
-@pytest.fixture
-def node_file(graph, tmp_path):
-    write_partition(graph, tmp_path / "part", 10, dataset="synthetic")
-    open_store.cache_clear()
-    yield tmp_path / "part" / "nodes-00000"
-    open_store.cache_clear()
+from .conftest import NODES, N
 
 
 @pytest.fixture

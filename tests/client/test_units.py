@@ -20,25 +20,9 @@ from ldpgraph.protocols.registry import make_protocol, protocol_info, protocol_n
 from ldpgraph.protocols.reports import node_record_name
 from ldpgraph.server.rounds import NoReportsError
 from ldpgraph.simulation.backends.local import run_protocol
-from ldpgraph.simulation.datasets import load_dataset
-from ldpgraph.simulation.partition import write_partition
 from ldpgraph.simulation.pipeline import curator_view
 
-N, D = 40, 8
-NODES = range(10)
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return load_dataset(f"synthetic:n={N},classes=2,d={D},seed=1")
-
-
-@pytest.fixture
-def node_file(graph, tmp_path):
-    write_partition(graph, tmp_path / "part", 10, dataset="synthetic")
-    open_store.cache_clear()
-    yield tmp_path / "part" / "nodes-00000"
-    open_store.cache_clear()
+from .conftest import NODES, D, N
 
 
 def ask(node_file, epsilon=8.0, feature_share=0.1, **node_config) -> list[int]:

@@ -170,7 +170,7 @@ def test_the_device_setting_resolves_like_training(monkeypatch):
 
 
 def test_popcount_of_int64_words_counts_the_sign_bit_too():
-    from ldpgraph.protocols.ldp.hogs_torch import _popcount
+    from ldpgraph.protocols.ldp.hogs_torch_ops import popcount as _popcount
 
     info = np.iinfo(np.int64)
     w = np.random.default_rng(0).integers(info.min, info.max, 10_000, dtype=np.int64)
