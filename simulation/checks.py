@@ -76,3 +76,56 @@ def check_split(split: Any, num_nodes: int, config: RunConfig) -> None:
             f"({sizes['train']}/{sizes['val']}/{sizes['test']}); change --split or use a "
             "larger graph"
         )
+
+
+def total_memory() -> int | None:
+    """This machine's physical memory in bytes; None where the OS does not say."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def collection_bytes(n: int, avg_degree: float, protocol: Any) -> int:
+    """A lower bound on the memory the server needs to hold one round of reports of ``n``
+    nodes: randomized response on an adjacency row (Warner 1965; HoGS, Zhu et al. 2023 §4)
+    reports each of the row's n - 1 absent bits as a 1 with probability 1 / (1 + e^ε_a), so the
+    reports hold about n (n - 1) / (1 + e^ε_a) indices (4 bytes each) besides the true edges,
+    times the keep probability of a protocol that samples its reports. 0 for a round whose
+    report carries no adjacency row or whose ε per bit is not stated."""
+    from ldpgraph.protocols.mechanisms import flip_probability
+
+    parts = protocol.epsilon_parts(0)
+    if not protocol.schema(0).adjacency or parts is None or not parts.adjacency_bit > 0:
+        return 0
+    keep = getattr(protocol, "keep_probability", None)
+    mu = float(keep(n)) if callable(keep) else 1.0
+    flipped = n * (n - 1) * flip_probability(parts.adjacency_bit) * mu
+    return int(4 * (flipped + n * avg_degree))
+
+
+def check_memory(config: RunConfig, protocol: Any) -> None:
+    """Refuse, before the graph is generated, a synthetic graph whose nodes' reports surely
+    cannot fit in this machine's memory (the estimate of :func:`collection_bytes` above its
+    total memory): such a run would crash with a MemoryError minutes in. Conservative: only
+    the reports are counted, never the graph, the reconstruction or the model."""
+    from .datasets import parse_dataset_spec
+    from .datasets.synthetic import SYNTHETIC_DEFAULTS
+
+    name, params = parse_dataset_spec(config.dataset)
+    have = total_memory()
+    if name != "synthetic" or have is None:
+        return
+    p = dict(SYNTHETIC_DEFAULTS) | params
+    n, degree = int(p["n"]), float(p["avg_degree"])
+    need = collection_bytes(n, degree, protocol)
+    if need > have:
+        gib = 2**30
+        raise ValueError(
+            f"dataset {config.dataset!r} with protocol {config.protocol!r} at ε {config.epsilon:g}: "
+            f"the nodes' randomized-response reports alone need about {need / gib:,.0f} GiB "
+            f"(n(n-1) bits flipped at rate 1/(1+e^ε_a)), and this machine has "
+            f"{have / gib:,.0f} GiB: lower n in the dataset spec or raise --epsilon"
+        )

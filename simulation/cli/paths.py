@@ -40,3 +40,20 @@ def check_cache_writable(datasets: list[str]) -> None:
         return
     via = f"${ENV_CACHE}" if os.environ.get(ENV_CACHE) else "the dataset cache"
     check_writable(cache_dir(), f"{via} (set {ENV_CACHE} to a writable directory)", kind="dir")
+
+
+def check_store(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse, before any data is loaded, a results store this command could not record into:
+    an unwritable path, or an existing file that is not an ldpgraph store (corrupt, another
+    SQLite database, a newer schema). Opening it checks (and, for an older schema, migrates)
+    what recording would; a new store is only checked to be creatable, not created."""
+    check_writable(path, what, kind="sqlite")
+    p = Path(path).expanduser()
+    if not p.exists():
+        return
+    from ..results.store import ResultsStore, StoreError
+
+    try:
+        ResultsStore(p, create=False).close()
+    except (StoreError, OSError) as exc:
+        raise UserError(f"{what}: {exc}") from None

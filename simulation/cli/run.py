@@ -27,7 +27,7 @@ from ..config import (
 from .errors import UserError
 from .output import stage_printer
 from .parser import BoolFlag, HelpFormatter
-from .paths import check_cache_writable, check_writable
+from .paths import check_cache_writable, check_store
 from .run_flags import central_only_parameters, protocol_help
 
 #: Flags left out of the namespace when not given (argparse.SUPPRESS): an explicit ``--seed``
@@ -181,13 +181,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or submit) one experiment, record it if asked, print its summary or JSON."""
     config = config_from_args(args)
     if args.store:
-        check_writable(args.store, "--store", kind="sqlite")
+        check_store(args.store, "--store")
     if config.backend != "deploy":
         from ..datasets import check_dataset
 
         check_dataset(config.dataset)
         check_cache_writable([config.dataset])
         check_device(config.device)
+        from ..checks import check_memory
+        from ..pipeline import build_protocol
+
+        check_memory(config, build_protocol(config))
     if config.backend == "deploy":
         result = _run_deploy(config, args)
     else:

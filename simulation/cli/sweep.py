@@ -8,7 +8,7 @@ import sys
 
 from .errors import UserError
 from .output import stage_printer
-from .paths import check_cache_writable, check_writable
+from .paths import check_cache_writable, check_store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -90,7 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be >= 1 (the first N cells), got {args.limit}")
     exp = load_experiment(args.file, check_protocols=not args.dry_run)
     if not args.dry_run:
-        check_writable(args.store or exp.store, "the results store", kind="sqlite")
+        check_store(args.store or exp.store, "the results store")
         check_cache_writable(exp.datasets)
     phases = ("search",) if args.only_search else ("final",) if args.only_final else None
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
