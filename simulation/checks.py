@@ -124,7 +124,8 @@ def check_memory(config: RunConfig, protocol: Any) -> None:
     if need > have:
         gib = 2**30
         raise ValueError(
-            f"dataset {config.dataset!r} with protocol {config.protocol!r} at ε {config.epsilon:g}: "
+            f"dataset {config.dataset!r} with protocol {config.protocol!r} at ε "
+            f"{config.epsilon:g}: "
             f"the nodes' randomized-response reports alone need about {need / gib:,.0f} GiB "
             f"(n(n-1) bits flipped at rate 1/(1+e^ε_a)), and this machine has "
             f"{have / gib:,.0f} GiB: lower n in the dataset spec or raise --epsilon"

@@ -110,7 +110,9 @@ def check_options(args: argparse.Namespace) -> None:
     if not 0.0 < args.alpha < 1.0:
         raise UserError(f"--alpha must be in (0, 1) (1 - the confidence), got {args.alpha:g}")
     if args.draws < 4:
-        raise UserError(f"--draws must be >= 4 (half select the event, half estimate it), got {args.draws}")
+        raise UserError(
+            f"--draws must be >= 4 (half select the event, half estimate it), got {args.draws}"
+        )
     if args.central_draws is not None and args.central_draws < 1:
         raise UserError(f"--central-draws must be >= 1, got {args.central_draws}")
     for eps in args.epsilon or ():
