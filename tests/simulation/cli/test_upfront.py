@@ -79,3 +79,18 @@ def test_collection_bytes_is_the_rr_count():
 def test_audit_options_are_range_checked(capsys, argv, flag):
     err = one_line_error(capsys, ["audit", *argv])
     assert flag in err
+
+
+@pytest.mark.parametrize("protocol", ["hogs", "rr", "features-only", "hogs-arr"])
+def test_an_epsilon_every_node_would_refuse_is_refused_in_validation(capsys, no_loading, protocol):
+    from ldpgraph.client.refusals import MIN_CHARGE
+
+    err = one_line_error(
+        capsys, ["run", "--protocol", protocol, "--epsilon", "1e-9", "--dataset", SMALL]
+    )
+    assert "too small" in err and "--epsilon" in err
+    least = float(err.rsplit("--epsilon ", 1)[1].split()[0])
+    config = RunConfig.from_mapping({"protocol": protocol, "epsilon": least * 1.01})
+    assert config.built_protocol().round_epsilon(0) >= MIN_CHARGE
+    # a per-vector node is charged the whole row: not refused before the graph is known
+    RunConfig.from_mapping({"protocol": protocol, "epsilon": 1e-9, "node_unit": "per-vector"})
