@@ -15,11 +15,9 @@ def check_collection(config: RunConfig) -> None:
     """Refuse, before loading, a collection dataset (a list of graphs) for a protocol that
     releases one graph or model, and a single-graph dataset for one that releases a generated
     collection (``graphs``: DPGGAN, DPGVAE)."""
-    from ldpgraph.protocols.registry import protocol_info
-
     from .datasets.graph_collections import NotACollectionError, is_collection_name
 
-    wants = getattr(protocol_info(config.protocol).resolve(), "kind", "graph") == "graphs"
+    wants = release_kind(config.protocol) == "graphs"
     have = is_collection_name(config.dataset)
     if have and not wants:
         raise NotACollectionError(
@@ -33,16 +31,54 @@ def check_collection(config: RunConfig) -> None:
             f"{config.dataset!r} is one graph: use a collection (dblp-collection, "
             "imdb-collection, dblp-new-collection, imdb-new-collection)"
         )
+    # Before loading too: metrics that cannot score the release would make a run of no use.
+    check_metrics_fit(config)
+
+
+def release_kind(protocol: str) -> str:
+    """What ``protocol`` releases: a ``graph``, a ``model`` or a collection of ``graphs``."""
+    from ldpgraph.protocols.registry import protocol_info
+
+    return getattr(protocol_info(protocol).resolve(), "kind", "graph")
+
+
+def scores(metric: str, kind: str) -> bool:
+    """Whether ``metric`` measures a ``kind`` release (itself, or through its stand-in)."""
+    m = evaluation.get_metric(metric)
+    return kind in m.kinds or bool(m.stand_ins.get(kind))
+
+
+def check_metrics_fit(config: RunConfig) -> None:
+    """Refuse, before loading, metrics none of which scores what the protocol releases: the run
+    would collect, release and then measure nothing (every metric "skipped"), and exit as if it
+    had. ``--metrics none`` asks for the release alone and is kept."""
+    names = config.metric_names()
+    kind = release_kind(config.protocol)
+    if not names or any(scores(n, kind) for n in names):
+        return
+    usable = [n for n in evaluation.metric_names() if scores(n, kind)]
+    raise ValueError(
+        f"--metrics {','.join(names)}: none of them scores the {kind} release of "
+        f"{config.protocol!r}, so the run would measure nothing; choose from "
+        f"{', '.join(usable)} (or --metrics none: the release and its privacy report only)"
+    )
 
 
 def check_labels(graph: Any, config: RunConfig) -> None:
     """Refuse, before collecting anything, ``accuracy`` on a graph without labels (a
-    structure-only dataset such as privdpr-cora): there is nothing to score it against."""
-    if "accuracy" in config.metric_names() and getattr(graph, "num_classes", 1) == 0:
+    structure-only dataset such as privdpr-cora): there is nothing to score it against. The
+    advice names the metrics that score this protocol's release."""
+    kind = release_kind(config.protocol)
+    if (
+        "accuracy" in config.metric_names()
+        and scores("accuracy", kind)
+        and getattr(graph, "num_classes", 1) == 0
+    ):
+        others = [n for n in evaluation.metric_names() if n != "accuracy" and scores(n, kind)]
         raise ValueError(
             f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
-            "accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
-            "graph,lp,attack (none: the release and its privacy report only)"
+            f"accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
+            f"{','.join(others)} (none: the release and its privacy report only)"
         )
 
 

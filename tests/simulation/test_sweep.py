@@ -113,7 +113,21 @@ def test_unregistered_protocol_is_an_error_at_run_time(tmp_path: Path) -> None:
         exp.check_protocols()
     path = _write(tmp_path, text)
     assert main(["sweep", str(path), "--store", str(tmp_path / "s.db"), "--workers", "0"]) == 2
-    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "s.db")]) == 0
+    # the dry run validates as the real run does
+    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "s.db")]) == 2
+
+
+def test_a_sweep_whose_metrics_score_nothing_is_refused_dry_or_not(tmp_path: Path, capsys) -> None:
+    text = TINY.replace('["hogs", "rr"]', '["hogs"]')
+    text = text.replace("[grid.small]", 'metrics = "collection"\n\n[grid.small]', 1)
+    assert text.count('metrics = "collection"') == 1
+    path = _write(tmp_path, text)
+    for dry in ([], ["--dry-run"]):
+        argv = ["sweep", str(path), "--store", str(tmp_path / "s.db"), "--workers", "0", *dry]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "measure nothing" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.toml")), ids=str)

@@ -94,3 +94,44 @@ def test_an_epsilon_every_node_would_refuse_is_refused_in_validation(capsys, no_
     assert config.built_protocol().round_epsilon(0) >= MIN_CHARGE
     # a per-vector node is charged the whole row: not refused before the graph is known
     RunConfig.from_mapping({"protocol": protocol, "epsilon": 1e-9, "node_unit": "per-vector"})
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "usable"),
+    [
+        (["--metrics", "collection"], "graph", "accuracy, attack, graph, lp"),
+        (["--protocol", "dpar-gm", "--trust-curator", "--metrics", "lp"], "model", "accuracy"),
+        (
+            ["--protocol", "dpggan", "--trust-curator", "--dataset", "dblp-collection"],
+            "graphs",
+            "collection, gin, graph",
+        ),
+    ],
+)
+def test_metrics_that_score_nothing_are_refused_before_loading(
+    capsys, no_loading, argv, kind, usable
+):
+    if "--dataset" not in argv:
+        argv = [*argv, "--dataset", SMALL]
+    err = one_line_error(capsys, ["run", "--backend", "local", *argv])
+    assert f"scores the {kind} release" in err and f"choose from {usable}" in err
+
+
+def test_metrics_that_score_the_release_pass_the_check():
+    from ldpgraph.simulation.checks import check_collection
+
+    for protocol, dataset, metrics in [
+        ("dpggan", "dblp-collection", "graph"),  # the collection metric stands in
+        ("dpar-gm", "cora", "accuracy,lp"),  # lp is skipped, accuracy scores the model
+        ("hogs", "cora", "none"),  # the release alone, as asked
+    ]:
+        check_collection(
+            RunConfig.from_mapping(
+                {
+                    "protocol": protocol,
+                    "dataset": dataset,
+                    "metrics": metrics,
+                    "trust_curator": True,
+                }
+            )
+        )
