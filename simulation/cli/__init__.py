@@ -15,7 +15,7 @@ from ..extras import MissingExtraError, missing_extra_hint
 from . import audit, datasets, partition, protocols, report, results, run, sweep
 from .audit import cmd_audit
 from .datasets import cmd_datasets
-from .errors import UserError
+from .errors import UserError, errno_line
 from .parser import ShortErrors
 from .partition import cmd_partition
 from .protocols import cmd_protocols
@@ -98,5 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
         if os.environ.get("LDPGRAPH_DEBUG"):
             raise
-        print(f"ldpgraph: error: {exc}", file=sys.stderr)
+        line = errno_line(exc, args) if type(exc).__str__ is OSError.__str__ else str(exc)
+        print(f"ldpgraph: error: {line}", file=sys.stderr)
         return 2

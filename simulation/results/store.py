@@ -81,6 +81,8 @@ class ResultsStore:
         self.path = default_store_path(path)
         self.stale_after = float(stale_after)
         self.read_only = bool(read_only)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory, not a results store (an SQLite file)")
         if self.read_only:
             self._open_read_only()
             return

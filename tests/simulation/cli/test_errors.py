@@ -1,0 +1,34 @@
+"""An errno error names the option and the path; a directory is not a store."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+
+from ldpgraph.simulation.cli.errors import errno_line
+
+from . import one_line_error
+
+
+def test_errno_errors_name_the_option_and_the_path():
+    args = argparse.Namespace(command="report", out="res/figs", store="r.db", file="e.toml")
+    denied = PermissionError(errno.EACCES, "Permission denied", "res/figs/a.png")
+    assert errno_line(denied, args) == "--out res/figs (res/figs/a.png): Permission denied"
+    assert errno_line(IsADirectoryError(errno.EISDIR, "Is a directory", "e.toml"), args) == (
+        "FILE e.toml: Is a directory"
+    )
+    elsewhere = FileNotFoundError(errno.ENOENT, "No such file or directory", "/x/y")
+    assert errno_line(elsewhere, args) == "/x/y: No such file or directory"
+    assert errno_line(OSError(errno.ENOSPC, "No space left on device"), args) == (
+        "No space left on device"
+    )
+    assert errno_line(FileNotFoundError("no results store at r.db"), args) == (
+        "no results store at r.db"
+    )
+
+
+def test_a_directory_given_as_a_file_is_one_line_naming_it(capsys, tmp_path):
+    err = one_line_error(capsys, ["sweep", str(tmp_path)])
+    assert f"FILE {tmp_path}: Is a directory" in err
+    err = one_line_error(capsys, ["results", "--store", str(tmp_path)])
+    assert "is a directory, not a results store" in err
