@@ -5,11 +5,17 @@ deployment, ``audit`` the mechanisms.
 One module per command, each with its options (``add_parser``) and its handler (``cmd_*``);
 this module puts them together and turns the errors a user can fix into one line."""
 
+# ruff: noqa: E402  (the warning filter goes in before the commands are imported)
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+
+from .output import quiet_third_party_warnings
+
+# Before the commands' imports: PyG warns at import time.
+quiet_third_party_warnings()
 
 from ..extras import MissingExtraError, missing_extra_hint
 from . import audit, datasets, partition, protocols, report, results, run, sweep
@@ -59,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..backends import flower
 
     flower.EXIT_ON_INTERRUPT = True
+    quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else list(argv)
     protocol = chosen_protocol(argv) if argv[:1] == ["run"] else None
     parser = build_parser(protocol)

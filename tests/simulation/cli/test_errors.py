@@ -32,3 +32,29 @@ def test_a_directory_given_as_a_file_is_one_line_naming_it(capsys, tmp_path):
     assert f"FILE {tmp_path}: Is a directory" in err
     err = one_line_error(capsys, ["results", "--store", str(tmp_path)])
     assert "is a directory, not a results store" in err
+
+
+def test_third_party_noise_is_filtered_by_message_only():
+    import warnings
+
+    from ldpgraph.simulation.cli.output import quiet_third_party_warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_third_party_warnings()
+        warnings.warn(
+            "An issue occurred while importing 'torch-scatter'. Disabling",
+            UserWarning,
+            stacklevel=1,
+        )
+        warnings.warn(
+            "`torch.jit.script` is deprecated. Please switch", DeprecationWarning, stacklevel=1
+        )
+        warnings.warn("the model collapsed", UserWarning, stacklevel=1)
+        warnings.warn(
+            "`torch.jit.script` is deprecated", UserWarning, stacklevel=1
+        )  # another category
+    assert [str(w.message) for w in seen] == [
+        "the model collapsed",
+        "`torch.jit.script` is deprecated",
+    ]
