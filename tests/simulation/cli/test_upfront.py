@@ -135,3 +135,17 @@ def test_metrics_that_score_the_release_pass_the_check():
                 }
             )
         )
+
+
+def test_the_collapse_advice_fits_the_protocol():
+    from ldpgraph.simulation.cli.run import collapse_warning
+
+    base = {
+        "training": {"collapsed": True, "top_class_share": 0.9, "majority_rate": 0.3},
+        "accuracy": {"val": 0.3},
+    }
+    ldp = collapse_warning({**base, "config": {"protocol": "hogs", "epsilon": 8.0}})
+    assert "a larger --epsilon" in ldp
+    for protocol, eps in (("privdpr", 8.0), ("dpar-gm", 8.0), ("hogs", 100.0)):
+        text = collapse_warning({**base, "config": {"protocol": protocol, "epsilon": eps}})
+        assert "--epsilon" not in text and "--epochs" in text, protocol
