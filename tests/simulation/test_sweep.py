@@ -497,3 +497,33 @@ def test_an_experiments_runs_are_seeded_unless_the_file_says_otherwise():
     assert exp.base_config(cell)["seeded"] is True
     off = _parse(TINY.replace("epochs = 5", "epochs = 5\nseeded = false"))
     assert off.base_config(off.cells()[0])["seeded"] is False
+
+
+def test_an_interrupted_sweep_marks_its_running_runs_at_once_and_a_resume_redoes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ldpgraph.simulation import pipeline
+
+    exp = _parse(TINY.replace('["hogs", "rr"]', '["hogs"]'))
+    db = tmp_path / "s.db"
+    real = pipeline.train_release
+    calls = []
+
+    def ctrl_c_on_the_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(pipeline, "train_release", ctrl_c_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(exp, "small", store_path=str(db), workers=0, phases=("search",))
+    with ResultsStore(db) as store:
+        rows = store.rows(sweep=exp.name)
+    assert sorted(r["status"] for r in rows) == ["done", "failed"]  # none left 'running'
+    assert "interrupted" in next(r["error"] for r in rows if r["status"] == "failed")
+    monkeypatch.setattr(pipeline, "train_release", real)
+    sw.run_sweep(exp, "small", store_path=str(db), workers=0, phases=("search",))
+    with ResultsStore(db) as store:
+        rows = store.rows(sweep=exp.name)
+    assert {r["status"] for r in rows} == {"done"} and len(rows) == 4
