@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import UserError
 
@@ -57,3 +58,21 @@ def check_store(path: str | os.PathLike[str], what: str) -> None:
         ResultsStore(p, create=False).close()
     except (StoreError, OSError) as exc:
         raise UserError(f"{what}: {exc}") from None
+
+
+def open_store_for_reading(path: str | os.PathLike[str]) -> Any:
+    """A results store to read: opened writable where it can be (an old schema is migrated),
+    else read-only (a store on a read-only mount, or a file this user cannot write, is read
+    as it is rather than called unusable)."""
+    from ..results.store import ResultsStore, StoreError
+
+    p = Path(path)
+    if p.is_file() and not (os.access(p, os.W_OK) and os.access(p.parent, os.W_OK)):
+        return ResultsStore(p, read_only=True)
+    try:
+        return ResultsStore(p, create=False)
+    except StoreError as exc:
+        try:
+            return ResultsStore(p, read_only=True)
+        except (StoreError, OSError):
+            raise exc from None

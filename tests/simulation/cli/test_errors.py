@@ -58,3 +58,24 @@ def test_third_party_noise_is_filtered_by_message_only():
         "the model collapsed",
         "`torch.jit.script` is deprecated",
     ]
+
+
+def test_a_store_this_user_cannot_write_is_read_read_only(capsys, tmp_path, monkeypatch):
+    from ldpgraph.simulation.cli import paths
+    from ldpgraph.simulation.results.store import ResultsStore
+
+    from . import run_cli
+
+    store = tmp_path / "r.db"
+    ResultsStore(store).close()
+    opened = []
+    real = ResultsStore.__init__
+
+    def spy(self, *a, **k):
+        opened.append(k.get("read_only", False))
+        real(self, *a, **k)
+
+    monkeypatch.setattr(ResultsStore, "__init__", spy)
+    monkeypatch.setattr(paths.os, "access", lambda *_a, **_k: False)  # as on a read-only mount
+    code, out, err = run_cli(capsys, "results", "--store", str(store))
+    assert code == 0 and "no runs" in out + err and opened == [True]
