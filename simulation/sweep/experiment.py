@@ -333,12 +333,15 @@ def _check_cells(exp: Experiment) -> None:
 
 def _check_cell_before_loading(path: str, where: str, config: RunConfig) -> None:
     """What a run checks before loading its dataset (a collection for a protocol that wants
-    one graph or the reverse, metrics that cannot score the release), checked for the whole
-    file at once: a sweep, dry or not, refuses the file rather than fail cell after cell."""
-    from ..checks import check_collection
+    one graph or the reverse, metrics that cannot score the release, reports that cannot fit
+    in memory), checked for the whole file at once: a sweep, dry or not, refuses the file
+    rather than fail cell after cell."""
+    from ..checks import check_collection, check_memory
+    from ..pipeline import build_protocol
 
     try:
         check_collection(config)
+        check_memory(config, build_protocol(config))
     except ValueError as exc:
         raise fail(path, where, str(exc)) from None
 
