@@ -14,6 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
+# The data root `make run` recorded in the virtual environment (Makefile's RECORD_DATA), read
+# as `ldpgraph` reads it (simulation/datasets/locations.py): $LDPGRAPH_DATA, when set, wins.
+if [ -z "${LDPGRAPH_DATA:-}" ] && [ -s "$VENV/ldpgraph-data-root" ]; then
+  root=$(head -n 1 "$VENV/ldpgraph-data-root")
+  if [ -d "$root" ]; then export LDPGRAPH_DATA="$root"; fi
+fi
 export FLWR_HOME=${FLWR_HOME:-$PWD/.flwr}
 export FLWR_TELEMETRY_ENABLED=0 FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1
 export RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=0

@@ -83,6 +83,34 @@ def check_run(cfg: RunConfig) -> None:
         )
     if cfg.curator and cfg.backend != "deploy":
         raise ConfigError("--curator is for --backend deploy")
+    check_charges(cfg)
+
+
+def check_charges(cfg: RunConfig) -> None:
+    """Refuse an ε so small that every node would refuse a round: a node accepts no charge
+    below :data:`~ldpgraph.client.refusals.MIN_CHARGE` (its spend could vanish in a
+    floating-point sum), so such a run would fail after collection blaming the nodes' budgets.
+    A round's charge (its ε, the sum of its parts: RR bit and feature coordinate for a
+    split-budget protocol) scales with the run's ε, which gives the smallest usable one."""
+    from ldpgraph.client.refusals import MIN_CHARGE
+    from ldpgraph.client.units import PER_BIT
+
+    protocol = cfg.built_protocol()
+    # A raw upload to a trusted curator is not charged; a per-vector node is charged at least
+    # the per-bit figure ((n - 1) adjacency bits and d features), which needs the graph.
+    if protocol is None or protocol.raw_upload or cfg.node_unit != PER_BIT:
+        return
+    charges = [float(protocol.round_epsilon(r)) for r in range(int(protocol.rounds))]
+    r = min(range(len(charges)), key=charges.__getitem__)
+    if charges[r] >= MIN_CHARGE:
+        return
+    least = cfg.epsilon * MIN_CHARGE / charges[r] if charges[r] > 0 else math.inf
+    raise ConfigError(
+        f"epsilon {cfg.epsilon:g} is too small for {cfg.protocol!r}: its round {r} would charge "
+        f"each node ε {charges[r]:.3g}, below the smallest charge a node accepts "
+        f"({MIN_CHARGE:g}: a smaller spend could vanish in a floating-point sum), so every "
+        f"node would refuse it; use --epsilon {least:.3g} or more"
+    )
 
 
 def check_extras(cfg: RunConfig) -> None:

@@ -5,17 +5,23 @@ deployment, ``audit`` the mechanisms.
 One module per command, each with its options (``add_parser``) and its handler (``cmd_*``);
 this module puts them together and turns the errors a user can fix into one line."""
 
+# ruff: noqa: E402  (the warning filter goes in before the commands are imported)
 from __future__ import annotations
 
 import argparse
 import os
 import sys
 
+from .output import quiet_third_party_warnings
+
+# Before the commands' imports: PyG warns at import time.
+quiet_third_party_warnings()
+
 from ..extras import MissingExtraError, missing_extra_hint
 from . import audit, datasets, partition, protocols, report, results, run, sweep
 from .audit import cmd_audit
 from .datasets import cmd_datasets
-from .errors import UserError
+from .errors import UserError, errno_line
 from .parser import ShortErrors
 from .partition import cmd_partition
 from .protocols import cmd_protocols
@@ -59,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..backends import flower
 
     flower.EXIT_ON_INTERRUPT = True
+    quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else list(argv)
     protocol = chosen_protocol(argv) if argv[:1] == ["run"] else None
     parser = build_parser(protocol)
@@ -98,5 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         # ConfigError, DatasetError, unknown protocol/model, out-of-domain features …
         if os.environ.get("LDPGRAPH_DEBUG"):
             raise
-        print(f"ldpgraph: error: {exc}", file=sys.stderr)
+        line = errno_line(exc, args) if type(exc).__str__ is OSError.__str__ else str(exc)
+        print(f"ldpgraph: error: {line}", file=sys.stderr)
         return 2

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from ldpgraph.server.record import json_default
 
+from .errors import UserError
+
 AUDIT_HELP = """\
 Empirical privacy audit of the client mechanisms, as a node runs them. Each mechanism is run
 DRAWS times on each of two neighbouring inputs (vectorised, seeded from --seed); an output
@@ -100,11 +102,32 @@ def _add_targets(p: argparse.ArgumentParser, audits: Iterable[str]) -> None:
     )
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Range-check every option before any draw: a confidence of ``1 - alpha`` outside (0, 1)
+    would turn every row into a false FAIL (or a vacuous PASS)."""
+    import math
+
+    if not 0.0 < args.alpha < 1.0:
+        raise UserError(f"--alpha must be in (0, 1) (1 - the confidence), got {args.alpha:g}")
+    if args.draws < 4:
+        raise UserError(
+            f"--draws must be >= 4 (half select the event, half estimate it), got {args.draws}"
+        )
+    if args.central_draws is not None and args.central_draws < 1:
+        raise UserError(f"--central-draws must be >= 1, got {args.central_draws}")
+    for eps in args.epsilon or ():
+        if not (eps > 0 and math.isfinite(eps)):
+            raise UserError(f"--epsilon must be a finite number > 0, got {eps:g}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import DEFAULT_EPSILONS, format_table, run_audit
     from ..audit_central import main_central
     from ..audit_rows import AUDITS
 
+    check_options(args)
     if args.central is not None:
         return main_central(args.central, args.alpha, args.central_draws, args.json, args.quiet)
     names = list(AUDITS) if args.all else args.mechanism

@@ -8,6 +8,7 @@ import sys
 from ldpgraph.server.record import to_json
 
 from ..config import key_help
+from .output import stage_printer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,11 +25,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only show the documented statistics; load nothing",
     )
+    p.add_argument("--quiet", action="store_true", help="no progress output on stderr")
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     from ..datasets import dataset_catalog
 
+    if not args.no_measure:  # loading each dataset the first time takes seconds: say so
+        stage_printer(args.quiet)(
+            "measuring the datasets available offline (the first time loads each one; "
+            "--no-measure skips it)"
+        )
     rows = dataset_catalog(args.data_root, compute=not args.no_measure)
     if args.json:
         print(to_json(rows, indent=2))

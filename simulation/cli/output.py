@@ -16,3 +16,24 @@ def stage_printer(quiet: bool) -> Callable[[str], None]:
             print(f"[{time.perf_counter() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
     return say
+
+
+#: Third-party warnings that say nothing a user of ``ldpgraph`` can act on (category, message
+#: regex): PyG's notes on optional compiled packages it does without, torch's and Click's
+#: deprecations of APIs its own dependencies call. Matched by message, never all warnings.
+NOISE = (
+    (UserWarning, r"An issue occurred while importing '(pyg-lib|torch-(scatter|sparse|cluster))'"),
+    (UserWarning, r"'torch-(cluster|spline-conv)' is no longer necessary"),
+    (DeprecationWarning, r"`torch\.jit\.script` is deprecated"),
+    (UserWarning, r"TypedStorage is deprecated"),
+    (DeprecationWarning, r"'click\.utils\.get_(binary|text)_stream' is deprecated"),
+)
+
+
+def quiet_third_party_warnings() -> None:
+    """Hide :data:`NOISE` on stderr for this command (the CLI's entry only: a library user
+    keeps every warning)."""
+    import warnings
+
+    for category, message in NOISE:
+        warnings.filterwarnings("ignore", message=message, category=category)

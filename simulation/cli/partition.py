@@ -71,6 +71,8 @@ def cmd_partition(args: argparse.Namespace) -> int:
 
     if args.nodes_per_file < 0:
         raise UserError("--nodes-per-file must be >= 1 (or 0 for automatic)")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
     for name, value in (("--train-split", args.train_split), ("--val-split", args.val_split)):
         if not 0.0 <= value <= 1.0:
             raise UserError(f"{name} must be in [0, 1], got {value}")
@@ -88,7 +90,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
         if args.public_features is not None:
             consent = read_consent(args.public_features, graph.num_nodes)
     except CuratorFileError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(f"--public-features: {exc}") from None
     info = write_partition(
         graph,
         args.out,

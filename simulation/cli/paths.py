@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import UserError
 
@@ -40,3 +41,38 @@ def check_cache_writable(datasets: list[str]) -> None:
         return
     via = f"${ENV_CACHE}" if os.environ.get(ENV_CACHE) else "the dataset cache"
     check_writable(cache_dir(), f"{via} (set {ENV_CACHE} to a writable directory)", kind="dir")
+
+
+def check_store(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse, before any data is loaded, a results store this command could not record into:
+    an unwritable path, or an existing file that is not an ldpgraph store (corrupt, another
+    SQLite database, a newer schema). Opening it checks (and, for an older schema, migrates)
+    what recording would; a new store is only checked to be creatable, not created."""
+    check_writable(path, what, kind="sqlite")
+    p = Path(path).expanduser()
+    if not p.exists():
+        return
+    from ..results.store import ResultsStore, StoreError
+
+    try:
+        ResultsStore(p, create=False).close()
+    except (StoreError, OSError) as exc:
+        raise UserError(f"{what}: {exc}") from None
+
+
+def open_store_for_reading(path: str | os.PathLike[str]) -> Any:
+    """A results store to read: opened writable where it can be (an old schema is migrated),
+    else read-only (a store on a read-only mount, or a file this user cannot write, is read
+    as it is rather than called unusable)."""
+    from ..results.store import ResultsStore, StoreError
+
+    p = Path(path)
+    if p.is_file() and not (os.access(p, os.W_OK) and os.access(p.parent, os.W_OK)):
+        return ResultsStore(p, read_only=True)
+    try:
+        return ResultsStore(p, create=False)
+    except StoreError as exc:
+        try:
+            return ResultsStore(p, read_only=True)
+        except (StoreError, OSError):
+            raise exc from None

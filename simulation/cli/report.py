@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..extras import require_extra
 from .errors import UserError
-from .paths import check_writable
+from .paths import check_writable, open_store_for_reading
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..results.report import write_report
-    from ..results.store import ResultsStore, default_store_path
+    from ..results.store import default_store_path
 
     require_extra("matplotlib")
     # The CLI writes files: no GUI backend (library code never picks one, so a notebook keeps
@@ -57,7 +57,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not paper or not ours:
             raise UserError(f"--substitute takes PAPER=OURS, got {item!r}")
         subs[paper] = ours
-    with ResultsStore(path, create=False) as store:
+    with open_store_for_reading(path) as store:
         rows = [r for sweep in (args.sweep or [None]) for r in store.rows(sweep=sweep)]
     if not rows:
         raise UserError(f"no runs in {path}" + (f" for sweep {args.sweep}" if args.sweep else ""))

@@ -7,7 +7,7 @@ import os
 import sys
 
 from .errors import UserError
-from .paths import check_writable
+from .paths import check_writable, open_store_for_reading
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,12 +56,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_results(args: argparse.Namespace) -> int:
     from ..results import tables
-    from ..results.store import ResultsStore, default_store_path
+    from ..results.store import default_store_path
 
     if args.csv and args.csv != "-":
         check_writable(args.csv, "--csv")
     path = default_store_path(args.store)
-    with ResultsStore(path, create=False) as results:
+    with open_store_for_reading(path) as results:
         rows = results.rows(
             protocol=args.protocol,
             dataset=args.dataset,

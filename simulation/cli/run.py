@@ -27,7 +27,7 @@ from ..config import (
 from .errors import UserError
 from .output import stage_printer
 from .parser import BoolFlag, HelpFormatter
-from .paths import check_cache_writable, check_writable
+from .paths import check_cache_writable, check_store
 from .run_flags import central_only_parameters, protocol_help
 
 #: Flags left out of the namespace when not given (argparse.SUPPRESS): an explicit ``--seed``
@@ -181,13 +181,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or submit) one experiment, record it if asked, print its summary or JSON."""
     config = config_from_args(args)
     if args.store:
-        check_writable(args.store, "--store", kind="sqlite")
+        check_store(args.store, "--store")
     if config.backend != "deploy":
         from ..datasets import check_dataset
 
         check_dataset(config.dataset)
         check_cache_writable([config.dataset])
         check_device(config.device)
+        from ..checks import check_memory
+        from ..pipeline import build_protocol
+
+        check_memory(config, build_protocol(config))
     if config.backend == "deploy":
         result = _run_deploy(config, args)
     else:
@@ -239,7 +243,10 @@ def collapse_warning(result: dict[str, Any]) -> str | None:
         tries.append("--feature-share 1 (features-only spends only that share of ε)")
     lr = float(c.get("lr", 0.01))
     tries.append(f"a lower learning rate (--lr {lr / 10:g})")
-    tries.append("a larger --epsilon")
+    if _more_epsilon_helps(name, float(c.get("epsilon", 0.0))):
+        tries.append("a larger --epsilon")
+    else:  # a central release (or one at the largest ε) has what it has: train differently
+        tries.append(f"more epochs (--epochs {2 * int(c.get('epochs', 200))})")
     return (
         f"the model collapsed onto one class: it gives one class to "
         f"{100 * tr.get('top_class_share', 0.0):.0f}% of the test nodes, and its validation "
@@ -247,6 +254,19 @@ def collapse_warning(result: dict[str, Any]) -> str | None:
         f"({100 * tr.get('majority_rate', 0.0):.1f}%); the accuracy says nothing about the "
         f"release. Try {', '.join(tries[:-1])} or {tries[-1]}."
     )
+
+
+def _more_epsilon_helps(name: str | None, epsilon: float) -> bool:
+    """Whether a larger ε is advice worth giving: not for a central strategy (its ε buys
+    less noise in what it releases, which need not carry the class signal a node-level model
+    needs; e.g. PrivDPR's synthetic graph, Zhang et al. KDD 2025, holds no features), nor at the
+    largest ε a run accepts."""
+    from ldpgraph.protocols.base import MAX_EPSILON
+
+    if name not in registry.protocol_names():
+        return False
+    central = bool(getattr(registry.protocol_info(name).resolve(), "raw_upload", False))
+    return not central and epsilon < MAX_EPSILON
 
 
 def _run_deploy(config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:

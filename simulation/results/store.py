@@ -81,6 +81,8 @@ class ResultsStore:
         self.path = default_store_path(path)
         self.stale_after = float(stale_after)
         self.read_only = bool(read_only)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory, not a results store (an SQLite file)")
         if self.read_only:
             self._open_read_only()
             return
@@ -235,6 +237,30 @@ class ResultsStore:
         }
         with self._write() as con:
             self._upsert(con, values, where="WHERE runs.status != 'done'")
+
+    def mark_interrupted(self, sweep: str, pids: set[int]) -> int:
+        """Mark the rows of ``sweep`` that processes ``pids`` of this host were running as
+        'failed' with the error "interrupted" (the sweep was stopped, e.g. by Ctrl-C): at once,
+        not when their owners are found dead; a resumed sweep redoes them as it redoes any
+        failed run. Returns how many were marked."""
+        if not pids:
+            return 0
+        stamp = iso(now())
+        marks = ", ".join("?" * len(pids))
+        with self._write() as con:
+            cur = con.execute(
+                "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, heartbeat_at = ? "
+                f"WHERE status = 'running' AND sweep = ? AND host = ? AND pid IN ({marks})",
+                (
+                    "interrupted: the sweep was stopped; a resumed sweep redoes it",
+                    stamp,
+                    stamp,
+                    sweep,
+                    owner_fields()["host"],
+                    *sorted(int(p) for p in pids),
+                ),
+            )
+        return int(cur.rowcount)
 
     # -- reading --
 

@@ -156,24 +156,59 @@ def _execute(
     if ray_address:  # units as tasks on an existing Ray cluster (see on_ray)
         from .on_ray import execute_on_ray
 
-        execute_on_ray(units, store_path, sweep, ray_address, bar, add, run_unit)
+        try:
+            execute_on_ray(units, store_path, sweep, ray_address, bar, add, run_unit)
+        except KeyboardInterrupt:  # this process claims and records every run of the cluster
+            mark_interrupted(store_path, sweep, {os.getpid()})
+            raise
         return
     tick = bar.update if bar is not None else None
     if workers <= 0:  # in this process (tests, debugging)
-        for u in units:
-            add(run_unit(u, store_path, sweep, 1, tick))
+        try:
+            for u in units:
+                add(run_unit(u, store_path, sweep, 1, tick))
+        except KeyboardInterrupt:
+            mark_interrupted(store_path, sweep, {os.getpid()})
+            raise
         return
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         queue = manager.Queue()
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(run_unit, u, store_path, sweep, 1, queue) for u in units}
-            while futures:
-                done, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+            try:
+                futures = {pool.submit(run_unit, u, store_path, sweep, 1, queue) for u in units}
+                while futures:
+                    done, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+                    _drain(queue, bar)
+                    for f in done:
+                        add(f.result())
                 _drain(queue, bar)
-                for f in done:
-                    add(f.result())
-            _drain(queue, bar)
+            except KeyboardInterrupt:
+                _stop_pool(pool, store_path, sweep)
+                raise
+
+
+def _stop_pool(pool: ProcessPoolExecutor, store_path: str, sweep: str) -> None:
+    """Ctrl-C: mark the runs this sweep's processes were running as interrupted at once, then
+    stop the workers (ours, by pid) instead of waiting for their units to end."""
+    workers = dict(getattr(pool, "_processes", None) or {})
+    mark_interrupted(store_path, sweep, {os.getpid(), *workers})
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers.values():
+        if process.is_alive():
+            process.terminate()
+
+
+def mark_interrupted(store_path: str, sweep: str, pids: set[int]) -> None:
+    """Mark the 'running' rows of these processes as interrupted (never raises: the sweep is
+    being stopped, and a row left 'running' is still taken over once its owner is gone)."""
+    from ..results.store import ResultsStore
+
+    try:
+        with ResultsStore(store_path, create=False, timeout=5.0) as store:
+            store.mark_interrupted(sweep, pids)
+    except Exception:  # noqa: BLE001 - best effort while stopping
+        pass
 
 
 def _drain(queue: Any, bar: Any) -> None:

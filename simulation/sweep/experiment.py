@@ -322,11 +322,28 @@ def _check_cells(exp: Experiment) -> None:
         if entry.protocol not in names:
             base["protocol"] = "hogs"
         for point in exp.configurations(grid, cell):
+            where = f"grid.{grid.name} (protocol {entry.label}, dataset {ds})"
             try:
-                RunConfig.from_mapping({**base, **point})
+                config = RunConfig.from_mapping({**base, **point})
             except ConfigError as exc:
-                where = f"grid.{grid.name} (protocol {entry.label}, dataset {ds})"
                 raise fail(exp.path, where, str(exc)) from None
+            if entry.protocol in names:
+                _check_cell_before_loading(exp.path, where, config)
+
+
+def _check_cell_before_loading(path: str, where: str, config: RunConfig) -> None:
+    """What a run checks before loading its dataset (a collection for a protocol that wants
+    one graph or the reverse, metrics that cannot score the release, reports that cannot fit
+    in memory), checked for the whole file at once: a sweep, dry or not, refuses the file
+    rather than fail cell after cell."""
+    from ..checks import check_collection, check_memory
+    from ..pipeline import build_protocol
+
+    try:
+        check_collection(config)
+        check_memory(config, build_protocol(config))
+    except ValueError as exc:
+        raise fail(path, where, str(exc)) from None
 
 
 def load_experiment(path: str | Path, *, check_protocols: bool = True) -> Experiment:

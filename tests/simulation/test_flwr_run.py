@@ -129,6 +129,44 @@ def flower_processes(flwr_home: str) -> list[int]:
     return pids
 
 
+FAKE_FLWR = """#!/usr/bin/env bash
+echo "data=${LDPGRAPH_DATA:-unset}"
+for a; do case $a in *result-path=*)
+  echo '{}' >"$(sed -E "s/.*result-path='([^']*)'.*/\\1/" <<<"$a")";; esac; done
+"""
+
+
+@pytest.mark.parametrize("given", [None, "env"])
+def test_flwr_local_run_reads_the_data_root_make_recorded(tmp_path, given):
+    """The script passes the data root `make run` recorded in the venv to the app (as
+    `ldpgraph` reads it), unless $LDPGRAPH_DATA is set; `flwr` here is a stand-in that prints
+    what it got."""
+    from ldpgraph.simulation.datasets.locations import DATA_ROOT_FILE
+
+    venv, recorded, own = tmp_path / "venv", tmp_path / "mirror", tmp_path / "own"
+    (venv / "bin").mkdir(parents=True)
+    recorded.mkdir()
+    own.mkdir()
+    flwr = venv / "bin" / "flwr"
+    flwr.write_text(FAKE_FLWR)
+    flwr.chmod(0o755)
+    (venv / DATA_ROOT_FILE).write_text(f"{recorded}\n")
+    env = {k: v for k, v in os.environ.items() if k != "LDPGRAPH_DATA"}
+    env |= {"VENV": str(venv), "FLWR_HOME": str(tmp_path / "flwr")}
+    if given:
+        env["LDPGRAPH_DATA"] = str(own)
+    cfg = f"result-path='{tmp_path / 'r.json'}'"
+    proc = subprocess.run(
+        [str(ROOT / "deploy" / "flwr-local-run.sh"), "2", cfg],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"data={own if given else recorded}" in proc.stdout
+
+
 @pytest.mark.slow
 def test_flwr_run_dot(tmp_path):
     home = str(tmp_path / "flwr")

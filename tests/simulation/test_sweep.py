@@ -113,7 +113,21 @@ def test_unregistered_protocol_is_an_error_at_run_time(tmp_path: Path) -> None:
         exp.check_protocols()
     path = _write(tmp_path, text)
     assert main(["sweep", str(path), "--store", str(tmp_path / "s.db"), "--workers", "0"]) == 2
-    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "s.db")]) == 0
+    # the dry run validates as the real run does
+    assert main(["sweep", str(path), "--dry-run", "--store", str(tmp_path / "s.db")]) == 2
+
+
+def test_a_sweep_whose_metrics_score_nothing_is_refused_dry_or_not(tmp_path: Path, capsys) -> None:
+    text = TINY.replace('["hogs", "rr"]', '["hogs"]')
+    text = text.replace("[grid.small]", 'metrics = "collection"\n\n[grid.small]', 1)
+    assert text.count('metrics = "collection"') == 1
+    path = _write(tmp_path, text)
+    for dry in ([], ["--dry-run"]):
+        argv = ["sweep", str(path), "--store", str(tmp_path / "s.db"), "--workers", "0", *dry]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "measure nothing" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.toml")), ids=str)
@@ -483,3 +497,33 @@ def test_an_experiments_runs_are_seeded_unless_the_file_says_otherwise():
     assert exp.base_config(cell)["seeded"] is True
     off = _parse(TINY.replace("epochs = 5", "epochs = 5\nseeded = false"))
     assert off.base_config(off.cells()[0])["seeded"] is False
+
+
+def test_an_interrupted_sweep_marks_its_running_runs_at_once_and_a_resume_redoes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ldpgraph.simulation import pipeline
+
+    exp = _parse(TINY.replace('["hogs", "rr"]', '["hogs"]'))
+    db = tmp_path / "s.db"
+    real = pipeline.train_release
+    calls = []
+
+    def ctrl_c_on_the_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(pipeline, "train_release", ctrl_c_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(exp, "small", store_path=str(db), workers=0, phases=("search",))
+    with ResultsStore(db) as store:
+        rows = store.rows(sweep=exp.name)
+    assert sorted(r["status"] for r in rows) == ["done", "failed"]  # none left 'running'
+    assert "interrupted" in next(r["error"] for r in rows if r["status"] == "failed")
+    monkeypatch.setattr(pipeline, "train_release", real)
+    sw.run_sweep(exp, "small", store_path=str(db), workers=0, phases=("search",))
+    with ResultsStore(db) as store:
+        rows = store.rows(sweep=exp.name)
+    assert {r["status"] for r in rows} == {"done"} and len(rows) == 4

@@ -38,3 +38,14 @@ def test_one_damaged_dataset_does_not_break_the_list(capsys, tmp_path, monkeypat
     code, out, _ = run_cli(capsys, "datasets", "--json", "--data-root", str(tmp_path / "data"))
     rows = {r["name"]: r for r in json.loads(out)}
     assert "cannot read" in rows["amazon-photo"]["error"] and rows["synthetic"]["measured"]
+
+
+def test_measuring_says_so_on_stderr_unless_quiet(capsys, monkeypatch):
+    from ldpgraph.simulation import datasets
+
+    monkeypatch.setattr(datasets, "dataset_catalog", lambda *_a, **_k: [])
+    code, _out, err = run_cli(capsys, "datasets")
+    assert code == 0 and "measuring the datasets" in err and "--no-measure" in err
+    for quiet in (["--no-measure"], ["--quiet"]):
+        code, _out, err = run_cli(capsys, "datasets", *quiet)
+        assert code == 0 and err == ""
