@@ -32,6 +32,7 @@ from .store_schema import (
     check_schema,
     init_schema,
     retry_locked,
+    tables,
     transaction,
 )
 
@@ -101,6 +102,11 @@ class ResultsStore:
             raise StoreError(f"cannot open the results store {self.path}: {exc}") from None
         try:
             self._con.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            # Another program's SQLite file is refused before anything is written to it (the
+            # WAL switch below rewrites its header).
+            found = tables(self._con)
+            if found and not {"meta", "runs"} <= found:
+                raise StoreError(f"{self.path} is an SQLite file but not an ldpgraph results store")
             retry_locked(lambda: self._con.execute("PRAGMA journal_mode = WAL"), timeout)
             retry_locked(self._init_schema, timeout)
         except sqlite3.DatabaseError as exc:

@@ -615,3 +615,23 @@ def test_cli_columns_and_list_columns(measured, capsys):
     code, _, err = run_cli(capsys, "results", "--store", path, "--columns", "graph.triangles")
     assert code == 2 and "no run has a column 'graph.triangles'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path):
+    """A foreign SQLite database given as a store is refused before anything is written to it:
+    its journal mode (which the store's WAL switch would rewrite) and its bytes stay as they
+    were."""
+    import sqlite3
+
+    path = tmp_path / "theirs.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE notes (t TEXT)")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not an ldpgraph results store"):
+        ResultsStore(path)
+    assert path.read_bytes() == before
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    con.close()
