@@ -31,7 +31,7 @@ from ..base import CuratorView
 from ..params import Params
 from ..registry import register
 from ..rng import stage_rng, stage_seed
-from ..torch_env import auto_device
+from ..torch_env import auto_device, one_cpu_thread
 from ..types import PrivacyReport, Release
 from . import gap_privacy
 from .base import CentralStrategy, UploadedGraph
@@ -94,14 +94,15 @@ def _mlp(dims: list[int], gen: Any, device: str) -> list[Any]:
 
 
 def _forward(params: list[Any], x: Any, upto: int | None = None) -> Any:
-    """The MLP's output (ReLU between layers); ``upto`` layers only (their ReLU'd output)."""
+    """The MLP's output (ReLU between layers); ``upto``: the first layers only, the last of
+    them without its ReLU (an embedding of signed entries: a ReLU'd one can be all zero, and
+    a zero row has no direction to normalise)."""
     import torch
 
-    layers = len(params) // 2
-    stop = layers if upto is None else upto
+    stop = len(params) // 2 if upto is None else upto
     for i in range(stop):
         x = x @ params[2 * i] + params[2 * i + 1]
-        if i < layers - 1:
+        if i < stop - 1:
             x = torch.relu(x)
     return x
 
@@ -141,6 +142,15 @@ class GapEdge(CentralStrategy):
         return float(self.privacy_report().parts[0]["sigma"])
 
     def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        device = auto_device(curator.device)
+        # Small dense kernels: extra threads only spin-wait on a busy machine (torch_env).
+        with one_cpu_thread(device):
+            return self._release(graph, curator, seed, device)
+
+    def _release(
+        self, graph: UploadedGraph, curator: CuratorView, seed: int, device: str
+    ) -> Release:
+        """The three modules (module docstring) on ``device``."""
         import torch
 
         p = self.p
@@ -152,7 +162,7 @@ class GapEdge(CentralStrategy):
         train = train[labels[train] >= 0]
         if train.size == 0:
             raise ValueError(f"{self.name}: no training node carries a label")
-        n, device = graph.num_nodes, auto_device(curator.device)
+        n = graph.num_nodes
         classes = int(labels.max()) + 1
         gen = torch.Generator(device=device)
         gen.manual_seed(stage_seed(seed, f"{self.name}/mlp"))

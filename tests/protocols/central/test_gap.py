@@ -148,3 +148,15 @@ def test_training_nodes_carry_no_prediction():
     assert (rel.model.predict(split.train) == -1).all()
     assert (rel.model.predict(split.test) >= 0).all()
     assert rel.stats["aggregated_edges"] == len(graph.edges)
+
+
+def test_audit_row_passes_and_a_planted_understatement_fails():
+    """`ldpgraph audit --central gap-edge`: honest ε = 0.5 passes, a run at ε = 100 claiming
+    0.5 fails (the probe's class tells the edge apart)."""
+    from ldpgraph.simulation import audit_central as ac
+    from ldpgraph.simulation.audit_central_cases import CASES
+
+    honest = ac.audit_case(CASES["gap-edge"], 1e-2, 100)
+    assert honest.verdict == "PASS" and honest.unit == "edge"
+    planted = ac.audit_case(ac.planted_row(CASES["gap-edge"]), 1e-2, 100)
+    assert planted.verdict == "FAIL" and planted.epsilon_lower_bound > 0.5
