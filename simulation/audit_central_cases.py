@@ -15,6 +15,10 @@ Why each design (the power of a row is what its planted variant shows):
   model's prediction at the probe (θ applied to a public input): a class only v can teach.
   DPAR's predictions at training nodes are not used (they propagate over the raw training
   graph, an evaluation aid the module keeps out of the DP claim; see docs/privacy/audit.md).
+* **edge-level, model release** (``gap-edge``): D₀ and D₁ differ in the edge (0, 1), node 0 a
+  probe outside the training nodes. Every feature is the same, the class-1 training nodes have
+  a neighbour and the class-0 ones none, so only the perturbed aggregate separates the classes;
+  the statistic is the probe's predicted class (class 1 when its aggregate carries node 1's row).
 * **node-level, graph release** (``privdpr``, bounded: replace one node): node 0 is joined to
   {1, 2} in D₀ and to {3, 4} in D₁; the statistic is how much closer node 0's released
   embedding row lies to 1, 2 than to 3, 4 (the release's features are the private V), plus the
@@ -142,6 +146,33 @@ def _dpar(name: str, appr: bool) -> CentralCase:
     )  # fmt: skip
 
 
+# --------------------------------------------------------------------------- GAP (edge level)
+
+#: The GAP pair: probe 0 (not a training node); training nodes 1..4 of class 1 joined in pairs,
+#: 5..12 of class 0 isolated; every feature the same (the encoder learns nothing, so only the
+#: perturbed aggregate can tell the classes apart). D₁ adds the edge (0, 1).
+GAP_N = 13
+
+
+def gap_worlds() -> tuple[World, World]:
+    x = np.ones((GAP_N, 1), dtype=np.float32)
+    train = np.arange(1, GAP_N)
+    labels = np.full(GAP_N, -1, dtype=np.int64)
+    labels[1:5], labels[5:] = 1, 0
+    cur = _curator(GAP_N, 1, labels, train)
+    pairs = [(1, 2), (3, 4)]
+    return World(_graph(pairs, x), cur), World(_graph(pairs + [(0, 1)], x), cur)
+
+
+def gap_probe_is_class_1(release: Any) -> float:
+    return float(release.model.predict(np.array([0]))[0] == 1)
+
+
+#: One hop, a small embedding (a noisy row far from the neighbours' direction is easy to tell).
+GAP_SMALL = {"epsilon": 0.5, "gap_hops": 1, "gap_embed": 4, "gap_hidden": 8,
+             "gap_encoder_epochs": 5, "gap_epochs": 60, "gap_lr": 0.05}  # fmt: skip
+
+
 # --------------------------------------------------------------------------- PrivDPR
 
 PRIVDPR_N = 8
@@ -239,6 +270,13 @@ def _cases() -> dict[str, CentralCase]:
         _dpar("dpar-em0", True),
         _dpar("dpar-em1", True),
         _dpar("dpar-features", False),
+        CentralCase(
+            "gap-edge", "gap-edge", GAP_SMALL, {**GAP_SMALL, "epsilon": 100.0},
+            "gap-edge run at --epsilon 100, claiming the headline of --epsilon 0.5",
+            "edge (0, 1) present vs absent (node 0 a probe outside the training nodes)",
+            "prediction at the probe is class 1 (the class of the training nodes with a "
+            "neighbour)", gap_worlds, gap_probe_is_class_1, 200,
+        ),
         _dpg("dpggan"),
         _dpg("dpgvae"),
         CentralCase(
