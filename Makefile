@@ -17,7 +17,7 @@ export LDPGRAPH_DATA := $(DATA)
 RECORD_DATA = printf '%s\n' '$(abspath $(DATA))' > $(VENV)/ldpgraph-data-root
 export FLWR_TELEMETRY_ENABLED := 0
 
-.PHONY: run test test-fast test-gpu install install-test lint bench clean
+.PHONY: run test test-fast test-gpu canary-flwr install install-test lint bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,21 @@ test-gpu: $(VENV)/.installed-test
 	sys.exit(0 if ok else 2)"
 	$(PY) -m pytest -q -m gpu
 	$(PY) benchmarks/bench_gpu.py
+
+# Canary: the Flower backend against the newest flwr on PyPI (everything else at the lock), in
+# a throwaway venv: the generated app, the Flower API we use, and a run through `flwr run`
+# whose fingerprint equals the local backend's. A failure here is a Flower release to adapt to
+# before the lock in constraints.txt moves.
+CANARY := .venv-canary
+canary-flwr:
+	rm -rf $(CANARY) && $(PYTHON) -m venv $(CANARY)
+	grep -v '^flwr==' constraints.txt > $(CANARY)/constraints.txt
+	$(CANARY)/bin/python -m pip install -q -c $(CANARY)/constraints.txt torch==2.13.0
+	$(CANARY)/bin/python -m pip install -q -c $(CANARY)/constraints.txt -e ".[flower,test]" "flwr[simulation]"
+	$(CANARY)/bin/python -c "import flwr; print('flwr', flwr.__version__)"
+	$(CANARY)/bin/python -m pytest -q -p no:cacheprovider tests/simulation/test_flwr_run.py \
+	    -k "generated or exposes or api_flower_backend"
+	rm -rf $(CANARY)
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
