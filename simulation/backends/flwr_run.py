@@ -219,6 +219,10 @@ def _stream(cmd: list[str], env: dict[str, str], root: Path, say: Stage) -> dequ
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
+        # Its own session: a terminal's Ctrl-C reaches ldpgraph alone, which prints one line
+        # and stops everything the run started by pid (_private_dir), instead of every Flower
+        # and Ray process printing its own traceback.
+        start_new_session=True,
     ) as proc:
         try:
             assert proc.stdout is not None
