@@ -118,8 +118,19 @@ def synthetic_graph(
     key = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     edges = np.stack([key // n, key % n], axis=1).astype(np.int64)
 
-    # Per-class Bernoulli rates: p_out everywhere plus extra mass on the class's own block, so
-    # the expected density is rho and a fraction sig of the 1s come from the block.
+    x = _class_features(rng, y, classes, d, rho, sig)
+    name = "synthetic"
+    meta = {"params": dict(params), "feature_domain_public": True}
+    return Graph(name=name, edges=edges, x=x, y=y, feature_domain=(0.0, 1.0), meta=meta)
+
+
+def _class_features(
+    rng: np.random.Generator, y: np.ndarray, classes: int, d: int, rho: float, sig: float
+) -> np.ndarray:
+    """Binary features: per-class Bernoulli rates, p_out everywhere plus extra mass on the
+    class's own block of columns, so the expected density is ``rho`` and a fraction ``sig`` of
+    the 1s come from the block. Drawn in row chunks (bounded float32 scratch)."""
+    n = y.shape[0]
     blocks = np.array_split(np.arange(d), classes)
     prob = np.full((classes, d), rho * (1.0 - sig), dtype=np.float32)
     for c, cols in enumerate(blocks):
@@ -129,10 +140,7 @@ def synthetic_graph(
         stop = min(start + _FEATURE_CHUNK, n)
         u = rng.random((stop - start, d), dtype=np.float32)
         np.less(u, prob[y[start:stop]], out=x[start:stop], casting="unsafe")
-
-    name = "synthetic"
-    meta = {"params": dict(params), "feature_domain_public": True}
-    return Graph(name=name, edges=edges, x=x, y=y, feature_domain=(0.0, 1.0), meta=meta)
+    return x
 
 
 #: Size bounds of synthetic graphs (10^5 nodes at d = 500 already take 3.7 GB here).
