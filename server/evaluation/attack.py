@@ -6,8 +6,8 @@ original graph, and scores the links hidden before collection against as many tr
 its own structure and features gives AUC 0.5. The attacks are PPGSL's Table III (Wu et al.
 §1.7) on the published graph, with 𝒩 its neighbour sets:
 
-* ``cn``: |𝒩(x) ∩ 𝒩(y)|; ``aa``: Σ_{z ∈ 𝒩(x) ∩ 𝒩(y)} 1 / log|𝒩(z)|;
-  ``ra``: Σ_{z ∈ 𝒩(x) ∩ 𝒩(y)} 1 / |𝒩(z)|; ``jaccard``: |𝒩(x) ∩ 𝒩(y)| / |𝒩(x) ∪ 𝒩(y)|;
+* ``cn``, ``aa``, ``ra``, ``jaccard``: common neighbours, Adamic–Adar, resource allocation and
+  Jaccard on the released graph (:mod:`.heuristics`);
 * ``feature_cosine``: cosine of the two released feature rows (a release's features are what
   the attacker has: noisy under LDP, the true ones where a strategy publishes them);
 * ``embedding_cosine``: cosine of the two GAE embeddings (PPGSL's main attack, GAE+sim);
@@ -17,8 +17,8 @@ its own structure and features gives AUC 0.5. The attacks are PPGSL's Table III 
 * ``seal``: SEAL-lite, a GNN on DRNL-labelled 2-hop enclosing subgraphs, no node attributes
   (:mod:`.seal`).
 
-A common neighbour z of x ≠ y has |𝒩(z)| ≥ 2, so AA's logarithm is positive; a zero vector
-has cosine 0. ``max`` is the strongest attack's AUC and ``best`` its name, over all of them.
+A zero vector has cosine 0. ``max`` is the strongest attack's AUC and ``best`` its name, over
+all of them.
 
 **Trained attacks.** ``embedding_svm``, ``node2vec_svm`` and ``seal`` learn from the release:
 its edges as positives, as many of its non-edges as negatives (Wu et al. 2025). They are handed the
@@ -50,13 +50,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ldpgraph.protocols.graph import Graph, edges_to_csr
 from ldpgraph.protocols.rng import stage_rng
 
 from .base import EvaluationContext, Metric, register_metric
 from .embedding import release_embedding
+from .heuristics import structural_scores
 from .holdout import (
     HOLDOUT_KEY,
     HeldOut,
@@ -163,25 +163,6 @@ def protected_targets(ctx: EvaluationContext, held: HeldOut) -> tuple[np.ndarray
     non = sample_non_edges(ctx.graph.edges, n, len(protected), rng, taken)
     labels = np.concatenate([np.ones(len(protected)), np.zeros(len(non))]).astype(np.int64)
     return np.concatenate([protected, non]), labels
-
-
-def structural_scores(adj: sp.csr_matrix, pairs: np.ndarray) -> dict[str, np.ndarray]:
-    """CN, AA, RA and Jaccard of every pair on the symmetric 0/1 adjacency ``adj``."""
-    adj = sp.csr_matrix(adj, dtype=np.float64)
-    adj.data[:] = 1.0
-    degree = np.asarray(adj.sum(axis=1)).ravel()
-    common = adj[pairs[:, 0]].multiply(adj[pairs[:, 1]]).tocsr()  # 1 at each common z
-    with np.errstate(divide="ignore"):
-        inv_log = np.where(degree > 1, 1.0 / np.log(np.maximum(degree, 2.0)), 0.0)
-        inv = np.where(degree > 0, 1.0 / np.maximum(degree, 1.0), 0.0)
-    cn = np.asarray(common.sum(axis=1)).ravel()
-    union = degree[pairs[:, 0]] + degree[pairs[:, 1]] - cn
-    return {
-        "cn": cn,
-        "aa": common @ inv_log,
-        "ra": common @ inv,
-        "jaccard": np.divide(cn, union, out=np.zeros_like(cn), where=union > 0),
-    }
 
 
 def pair_cosine(x: np.ndarray, pairs: np.ndarray) -> np.ndarray:
