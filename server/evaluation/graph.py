@@ -28,6 +28,10 @@ sources. With sampling off (0 sources) a graph above the limit is an error.
 A weighted release (soft releases: the weight is an edge's posterior probability) is scored as
 the graph of its pairs with weight ≥ 1/2, the most likely graph; the section says how many of
 the weighted pairs that kept.
+
+``pgb`` holds the PGB benchmark's remaining queries (modularity, community agreement,
+eigenvector centrality, transitivity, degree and distance distribution distances;
+:mod:`.pgb`), within the same limits.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from ldpgraph.protocols.rng import stage_rng
 
 from .base import EvaluationContext, Metric, register_metric
 from .graph_measures import assortativity, degree_statistics, relative_error
+from .pgb import pgb_queries
 
 #: Path statistics are exact while the largest component has at most this many nodes.
 GRAPH_EXACT_LIMIT = Param(
@@ -390,6 +395,22 @@ class GraphStats(Metric):
             sample_sources=sources,
             seed=ctx.seed,
         )
+        original = edges_to_csr(
+            canonical_edges(ctx.graph.edges, ctx.graph.num_nodes), ctx.graph.num_nodes
+        )
+        released = edges_to_csr(
+            canonical_edges(edges, ctx.release.num_nodes), ctx.release.num_nodes
+        )
+        if released.shape == original.shape:
+            labels = getattr(ctx.graph, "y", None)
+            section["pgb"] = pgb_queries(
+                original,
+                released,
+                None if labels is None else np.asarray(labels),
+                exact_limit=limit,
+                sample_sources=sources,
+                seed=ctx.seed,
+            )
         section["weights"] = weights
         section["seconds"] = round(time.perf_counter() - t0, 4)
         return {"graph_stats": section}
