@@ -65,6 +65,9 @@ class EvaluationContext:
     device: str | None = None
     held_out: Any = None
     num_threads: int | None = None
+    #: Every metric's set-aside by metric name (``graph`` compares against the graph the nodes
+    #: held, the original minus the links ``lp``/``attack`` hid).
+    held_out_all: Mapping[str, Any] = field(default_factory=dict)
     progress: Callable[[int, float], None] | None = None
     #: What one metric computed on this release that another may reuse within the same
     #: :func:`evaluate` (``lp`` and ``attack`` train one GAE on the release, not two).
@@ -225,6 +228,7 @@ def evaluate(
             skipped[name] = f"does not score a {ctx.release.kind} release"
             continue
         ctx.held_out = (held_out or {}).get(name)
+        ctx.held_out_all = held_out or {}
         sections = metric.evaluate(ctx)
         clash = set(sections) & set(out)
         if clash:

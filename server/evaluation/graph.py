@@ -29,6 +29,12 @@ A weighted release (soft releases: the weight is an edge's posterior probability
 the graph of its pairs with weight ≥ 1/2, the most likely graph; the section says how many of
 the weighted pairs that kept.
 
+When ``lp`` or ``attack`` hid links before collection, every statistic compares the release
+with the graph the nodes held (the original less the hidden links): the release could not
+have held them, and scoring against the full original would count the hidden share as the
+mechanism's error. ``reference`` says so; ``full_original`` holds the same comparison against
+the whole original, the second reference.
+
 ``pgb`` holds the PGB benchmark's remaining queries (modularity, community agreement,
 eigenvector centrality, transitivity, degree and distance distribution distances;
 :mod:`.pgb`), within the same limits.
@@ -50,6 +56,7 @@ from ldpgraph.protocols.rng import stage_rng
 
 from .base import EvaluationContext, Metric, register_metric
 from .graph_measures import assortativity, degree_statistics, relative_error
+from .holdout import HeldOut, pair_keys
 from .pgb import pgb_queries
 
 #: Path statistics are exact while the largest component has at most this many nodes.
@@ -292,6 +299,18 @@ def graph_statistics(
     return stats, degrees
 
 
+def visible_edges(ctx: EvaluationContext) -> tuple[np.ndarray, int] | None:
+    """The original's edges less the links ``lp``/``attack`` hid before collection, and how
+    many were hidden; None when no links were hidden (the holdout is not in play)."""
+    held = next((h for h in ctx.held_out_all.values() if isinstance(h, HeldOut)), None)
+    if held is None or held.count == 0:
+        return None
+    n = ctx.graph.num_nodes
+    edges = canonical_edges(ctx.graph.edges, n)
+    keep = ~np.isin(pair_keys(edges, n), pair_keys(held.edges, n))
+    return edges[keep], held.count
+
+
 # --- the metric ---------------------------------------------------------------------------------
 
 #: Statistics of recent graphs: a sweep scores one release under many training settings, and
@@ -388,16 +407,17 @@ class GraphStats(Metric):
             )
         limit, sources = settings(ctx.config)
         edges, weights = release_edges(ctx.release)
+        n = ctx.graph.num_nodes
+        held = visible_edges(ctx)
+        reference = ctx.graph.edges if held is None else held[0]
         section = compare(
-            (ctx.graph.edges, ctx.graph.num_nodes),
+            (reference, n),
             (edges, ctx.release.num_nodes),
             exact_limit=limit,
             sample_sources=sources,
             seed=ctx.seed,
         )
-        original = edges_to_csr(
-            canonical_edges(ctx.graph.edges, ctx.graph.num_nodes), ctx.graph.num_nodes
-        )
+        original = edges_to_csr(canonical_edges(reference, n), n)
         released = edges_to_csr(
             canonical_edges(edges, ctx.release.num_nodes), ctx.release.num_nodes
         )
@@ -407,6 +427,18 @@ class GraphStats(Metric):
                 original,
                 released,
                 None if labels is None else np.asarray(labels),
+                exact_limit=limit,
+                sample_sources=sources,
+                seed=ctx.seed,
+            )
+        if held is not None:
+            section["reference"] = (
+                f"the graph the nodes held: the original less the {held[1]} links hidden "
+                "before collection (full_original: against the whole original)"
+            )
+            section["full_original"] = compare(
+                (ctx.graph.edges, n),
+                (edges, ctx.release.num_nodes),
                 exact_limit=limit,
                 sample_sources=sources,
                 seed=ctx.seed,
