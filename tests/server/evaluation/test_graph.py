@@ -17,7 +17,7 @@ from scipy.stats import ks_2samp
 from ldpgraph.protocols.graph import Graph, canonical_edges
 from ldpgraph.protocols.types import PrivacyReport, Release
 from ldpgraph.server import evaluation
-from ldpgraph.server.evaluation import EvaluationContext
+from ldpgraph.server.evaluation import EvaluationContext, graph_paths
 from ldpgraph.server.evaluation import graph as gm
 
 from ...support.toy_central import MajorityModel
@@ -102,8 +102,9 @@ def test_degree_ks_is_the_largest_gap_between_the_degree_cdfs():
 def test_many_small_components_are_batched_and_stay_exact(monkeypatch):
     """Components are grouped into blocks of whole components (here of 64 nodes): the
     distances are those of networkx, and no pair across components counts."""
-    monkeypatch.setattr(gm, "_BLOCK_NODES", 64)
-    monkeypatch.setattr(gm, "_BATCH_ENTRIES", 500)  # and several BFS batches per block
+    monkeypatch.setattr(graph_paths, "_BLOCK_NODES", 64)
+    monkeypatch.setattr(graph_paths, "_BATCH_ENTRIES", 500)  # and several BFS batches per block
+    monkeypatch.setattr(gm, "_BATCH_ENTRIES", 500)  # (and triangle batches)
     parts = [nx.path_graph(k) for k in (2, 3, 5, 9)] * 20 + [nx.karate_club_graph()]
     g = nx.convert_node_labels_to_integers(nx.disjoint_union_all(parts))
     ours, _ = gm.graph_statistics(np.array(list(g.edges())), g.number_of_nodes())
