@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpgraph.protocols import progress
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, training_labels
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.registry import make_protocol, uses_public_features
@@ -311,6 +312,19 @@ def run(
         config.validate()
         protocol = build_protocol(config)
     say = stage or (lambda _msg: None)
+    # Long phases inside a protocol or a metric (APPR, DP-SGD epochs, GAN lanes) say their
+    # stage lines through ldpgraph.protocols.progress to the same printer.
+    with progress.listening(stage):
+        return _run(config, protocol, say, show_progress, grid)
+
+
+def _run(
+    config: RunConfig,
+    protocol: LdpProtocol,
+    say: Stage,
+    show_progress: bool,
+    grid: Any,
+) -> dict[str, Any]:
     prepared = prepare(config, say)
     config = prepared.config
     released, timings = _collect(config, prepared, protocol, say, show_progress, grid)
