@@ -10,16 +10,13 @@ finds. numpy and scipy only.
 from __future__ import annotations
 
 import logging
-import os
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from .blocks import map_blocks
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
@@ -39,32 +36,6 @@ class TopologyResult:
     j: np.ndarray
     prob: np.ndarray
     stats: dict[str, Any]
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def threaded_in_order(
-    fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
-) -> Iterator[R]:
-    """``map(fn, items)`` on ``workers`` threads (default: every usable core), results in
-    order, at most two per thread in flight (a block's intermediates stay bounded)."""
-    workers = min(len(items), usable_cores() if workers is None else workers)
-    if workers <= 1:
-        yield from map(fn, items)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: deque = deque()
-        for item in items:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
 
 
 @dataclass
@@ -157,7 +128,7 @@ def reconstruct_topology(
     else:
         # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
         bounds = list(pairs.block_bounds(block_entries, block_rows))
-        for size, part in threaded_in_order(scorer.scored_rows, bounds):
+        for size, part in map_blocks(scorer.scored_rows, bounds):
             scorer.add(size, part)
         if t_join is not None:
             candidates.append(features.threshold_join(t_join))
