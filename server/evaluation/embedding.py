@@ -12,6 +12,8 @@ Randomness comes from ``stage_seed(seed, "gae")`` inside ``fork_rng``, as in tra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ldpgraph.protocols.rng import stage_rng, stage_seed
@@ -24,6 +26,8 @@ EPOCHS = 200
 LR = 0.01
 #: Positive pairs per epoch at most (a random subset of the release's edges above it).
 MAX_PAIRS = 1 << 16
+#: Epochs between two reads of a ``select`` score (early stopping).
+SELECT_EVERY = 10
 #: Input width when the release has no features.
 RANDOM_INPUT_DIM = 64
 
@@ -36,9 +40,13 @@ def gae_embedding(
     device: str | None = None,
     num_threads: int | None = None,
     epochs: int = EPOCHS,
+    select: Callable[[np.ndarray], float] | None = None,
 ) -> np.ndarray:
     """The ``[n, 64]`` float32 embedding of the release ``(edges, x)``; all zeros when the
-    release has no edges (nothing to fit)."""
+    release has no edges (nothing to fit). ``select``: a score of an embedding (higher is
+    better), read every :data:`SELECT_EVERY` epochs and after the last; the best-scoring
+    embedding is returned instead of the last (early stopping on a validation set). Reading it
+    draws nothing, so the training steps are the same with or without it."""
     import torch
     import torch.nn.functional as F
 
@@ -84,13 +92,22 @@ def gae_embedding(
         def encode() -> torch.Tensor:
             return conv2(conv1(x_t, adj).relu(), adj)
 
-        for _ in range(epochs):
+        best: tuple[float, np.ndarray] | None = None
+        for epoch in range(1, epochs + 1):
             pairs = torch.as_tensor(_epoch_pairs(edges, n, size, room, taken, rng), device=dev)
             optimizer.zero_grad(set_to_none=True)
             z = encode()
             logits = (z[pairs[:, 0]] * z[pairs[:, 1]]).sum(dim=1)
             F.binary_cross_entropy_with_logits(logits, target).backward()
             optimizer.step()
+            if select is not None and (epoch % SELECT_EVERY == 0 or epoch == epochs):
+                with torch.no_grad():
+                    candidate = encode().cpu().numpy().astype(np.float32)
+                score = select(candidate)
+                if best is None or score > best[0]:
+                    best = (score, candidate)
+        if best is not None:
+            return best[1]
         with torch.no_grad():
             z = encode()
     return z.detach().cpu().numpy().astype(np.float32)

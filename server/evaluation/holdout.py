@@ -106,6 +106,62 @@ def hide_edges(
     return replace(graph, edges=graph.edges[~hidden].copy(), meta=meta), held
 
 
+@dataclass(frozen=True)
+class InnerSplit:
+    """A release's own link split, drawn the way :func:`hide_edges` draws the hidden set: the
+    release less its ``pairs``' positives (``kept``, what a scorer may encode), and the
+    ``[k + k', 2]`` training pairs (``k`` release edges taken out of ``kept``, then ``k'`` ≤ k
+    release non-edges) with their 0/1 ``labels``."""
+
+    kept: np.ndarray
+    pairs: np.ndarray
+    labels: np.ndarray
+
+
+def inner_split(
+    edges: np.ndarray,
+    num_nodes: int,
+    exclude: np.ndarray,
+    seed: int,
+    fraction: float = HIDDEN_FRACTION,
+    limit: int | None = None,
+) -> InnerSplit:
+    """Hide a seeded ``fraction`` (at least one, at most ``limit``) of the release's ``edges``
+    and draw as many of its non-edges, none of them among the ``exclude`` pairs (the targets,
+    handed over unlabelled). A scorer trained to tell these positives from these negatives,
+    on features of ``kept``, learns the task it is scored on: the hidden links are absent from
+    the graph it reads, and the non-edges are uniform pairs, as the targets are (Lichtenwalter
+    et al. 2010: train on links the feature graph does not hold). Fewer non-edges than
+    positives where the release is nearly complete; no pairs at all where it has no edge or no
+    free pair.
+
+    Args:
+        edges: the release's canonical ``[m, 2]`` edges.
+        num_nodes: node count.
+        exclude: ``[t, 2]`` target pairs (either orientation).
+        seed: the run seed (the draws come from its ``"inner-links"`` stage).
+        fraction: share of the release's edges taken out.
+        limit: positives at most.
+    """
+    n = int(num_nodes)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    m = len(edges)
+    empty = np.zeros((0, 2), dtype=np.int64)
+    count = max(1, int(fraction * m)) if m else 0
+    if limit is not None:
+        count = min(count, limit)
+    taken = np.union1d(pair_keys(edges, n), pair_keys(exclude, n))
+    negatives = min(count, n * (n - 1) // 2 - len(taken))
+    if count == 0 or negatives <= 0:
+        return InnerSplit(edges, empty, np.zeros(0, dtype=np.int64))
+    rng = stage_rng(seed, "inner-links")
+    hidden = np.zeros(m, dtype=bool)
+    hidden[rng.choice(m, size=count, replace=False)] = True
+    non_edges = sample_free_pairs(n, negatives, taken, rng)
+    labels = np.concatenate([np.ones(count), np.zeros(negatives)]).astype(np.int64)
+    return InnerSplit(edges[~hidden], np.concatenate([edges[hidden], non_edges]), labels)
+
+
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve: scikit-learn's ``roc_auc_score`` (ties counted half), with a
     one-line error where it is undefined (one class) or the scores are not finite."""

@@ -7,6 +7,13 @@ gives one. The figures' x axis is the ε asked for, labelled so.
 Written for every data set whose final runs hold at least two methods with a graph-family
 metric (``graph``, ``lp`` or ``attack``), local and central DP among them; a cell a method's
 release cannot serve (a model release has no graph) shows "–".
+
+Every row carries the features-only floor at its ε and the non-private bound, where the store
+has them: a release whose accuracy does not beat an MLP on the same ε's features alone gains
+nothing from its graph. The floor of a local row is ``features-only`` (the 1-bit features with
+all of ε); of a central row ``dpar-features`` (DP-SGD on the features alone, node-level), else
+``features-only``. Below the table a verdict per ε names the family with the best accuracy:
+LDP graph, central, or features only.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from .tables import save_figure
 #: The graph statistics averaged into the table's "graph MRE" column (PrivDPR's, §6).
 MRE_STATS = ("triangles", "wedges", "claws", "rede", "cpl", "diameter", "lcc")
 FAMILIES = ("graph_stats", "lp", "attack")
+#: The feature-only floors (no edges): local (1-bit features, all of ε) and central (DP-SGD).
+LOCAL_FLOOR, CENTRAL_FLOOR = "features-only", "dpar-features"
+#: The non-private bound (the true graph and features).
+BOUND = "none"
 
 
 def _method(row: dict[str, Any]) -> str:
@@ -128,18 +139,78 @@ def method_label(method: str) -> str:
     return protocol_info(method).label if method in protocol_names() else method
 
 
+def _accuracy(cells: dict[tuple, dict], method: str, eps: float | None) -> list[float]:
+    """The accuracies of ``method``'s runs at ``eps`` (any ε where ``None``: the bound)."""
+    return [
+        v
+        for (m, e, _p), cols in cells.items()
+        if m == method and (eps is None or e == eps)
+        for v in cols.get("accuracy", [])
+    ]
+
+
+def floor_of(cells: dict[tuple, dict], protocol: str, eps: float) -> tuple[str, list[float]]:
+    """The features-only floor a row at ``eps`` is judged against: its name and accuracies."""
+    if _privacy_kind(protocol) == "central" and _accuracy(cells, CENTRAL_FLOOR, eps):
+        return CENTRAL_FLOOR, _accuracy(cells, CENTRAL_FLOOR, eps)
+    return LOCAL_FLOOR, _accuracy(cells, LOCAL_FLOOR, eps)
+
+
+def beats_floor(accuracy: list[float] | None, floor: list[float]) -> str:
+    """ "yes (+d)" / "no (−d)" on the means, "–" where the floor or the accuracy was not run."""
+    if not accuracy or not floor:
+        return "–"
+    gap = statistics.fmean(accuracy) - statistics.fmean(floor)
+    return f"yes (+{gap:.1f})" if gap > 0 else f"no ({gap:+.1f})".replace("-", "−")
+
+
+def family(protocol: str) -> str:
+    """The verdict's family of a method: features only, LDP graph, central or the bound."""
+    if protocol in (LOCAL_FLOOR, CENTRAL_FLOOR):
+        return "features only"
+    if protocol == BOUND:
+        return "non-private"
+    return {"ldp": "LDP graph", "central": "central"}.get(_privacy_kind(protocol), "other")
+
+
+def verdict_lines(cells: dict[tuple, dict]) -> list[str]:
+    """Per ε, the family with the best mean accuracy and by how much over the next family."""
+    lines = []
+    for eps in sorted({k[1] for k in cells}):
+        best: dict[str, tuple[float, str]] = {}
+        for method, e, protocol in cells:
+            accs = _accuracy(cells, method, eps) if e == eps else []
+            fam = family(protocol)
+            if accs and fam in ("features only", "LDP graph", "central"):
+                mean = statistics.fmean(accs)
+                if fam not in best or mean > best[fam][0]:
+                    best[fam] = (mean, method_label(method))
+        if len(best) < 2:
+            continue
+        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])
+        (win, (acc, who)), (second, (acc2, who2)) = ranked[0], ranked[1]
+        lines.append(
+            f"- ε = {eps:g}: **{win}** wins ({who} {acc:.1f} %, then {second}: {who2} "
+            f"{acc2:.1f} %)" + ("" if "features only" in best else "; the floor was not run")
+        )
+    return lines
+
+
 def comparison_markdown(rows: Iterable[dict[str, Any]]) -> str:
     """One table per data set: a row per (method, ε), the four families' headline numbers
-    (mean ± sample std over the final runs) and the formal ε the reports state."""
+    (mean ± sample std over the final runs), the formal ε the reports state, the
+    features-only floor at that ε and the non-private bound, then a verdict per ε."""
     parts = []
     for ds, cells in sorted(comparison_cells(rows).items()):
+        bound = _accuracy(cells, BOUND, None)
         lines = [
             f"### {ds}",
             "",
             "| method | DP | ε asked | proven ε (headline) | paper's ε | runs | accuracy (%) | "
+            "features-only floor (%) | beats the floor | non-private (%) | "
             "edges / original | median RE (7 stats) | degree KS | LP AUC | max attack AUC | "
             "strongest attack |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for (method, eps, protocol), cols in sorted(
             cells.items(), key=lambda kv: (kv[0][1], kv[0][0])
@@ -151,14 +222,22 @@ def comparison_markdown(rows: Iterable[dict[str, Any]]) -> str:
                 key=lambda name: -len(cols["attack_best:" + name]),
             )
             paper = cols.get("paper_epsilon")
+            floor_name, floor = floor_of(cells, protocol, eps)
+            own = protocol in (LOCAL_FLOOR, CENTRAL_FLOOR, BOUND)
+            floor_cell = f"{_fmt(floor, 1)} ({floor_name})" if floor and not own else "–"
             lines.append(
                 f"| {method_label(method)} | {_privacy_kind(protocol)} | {eps:g} | "
                 f"{_eps_cell(cols.get('formal_epsilon'))} | {_eps_cell(paper)} | {runs} | "
-                f"{_fmt(cols.get('accuracy'), 1)} | {_fmt(cols.get('edges_ratio'), 2)} | "
+                f"{_fmt(cols.get('accuracy'), 1)} | {floor_cell} | "
+                f"{'–' if own else beats_floor(cols.get('accuracy'), floor)} | "
+                f"{_fmt(bound, 1)} | {_fmt(cols.get('edges_ratio'), 2)} | "
                 f"{_fmt(cols.get('graph_mre'), 3)} | "
                 f"{_fmt(cols.get('degree_ks'), 3)} | {_fmt(cols.get('lp_auc'), 3)} | "
                 f"{_fmt(cols.get('attack_max'), 3)} | {', '.join(best) or '–'} |"
             )
+        verdict = verdict_lines(cells)
+        if verdict:
+            lines += ["", "Which family wins (best mean accuracy at each ε):", "", *verdict]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

@@ -33,10 +33,11 @@ def test_rows_per_method_and_epsilon_with_dashes_where_a_release_cannot_serve(tm
     ]
     md = ct.comparison_markdown(rows)
     hogs = next(line for line in md.splitlines() if line.startswith("| HoGS"))
-    assert "| ldp | 8 | 8.000 | – | 2 | 75.0 ± 7.1 | 0.50 ± 0.00 | 0.300 ± 0.141 |" in hogs
+    assert "| ldp | 8 | 8.000 | – | 2 | 75.0 ± 7.1 | – | – | – | 0.50 ± 0.00 |" in hogs
+    assert "| 0.50 ± 0.00 | 0.300 ± 0.141 |" in hogs
     assert "| 0.850 ± 0.071 | 0.800 ± 0.014 | aa |" in hogs
     dpar = next(line for line in md.splitlines() if "DPAR" in line)
-    assert "| central | 8 | 51.000 | – | 1 | 50.0 | – | – | – | – | – | – |" in dpar
+    assert "| central | 8 | 51.000 | – | 1 | 50.0 | – | – | – | – | – | – | – | – | – |" in dpar
     written, index = ct.write_comparison_report(rows, tmp_path)
     assert {p.name for p in written} == {"comparison.md", "comparison-cora.png"} and index
 
@@ -65,3 +66,36 @@ def test_an_unproven_headline_shows_infinity_and_the_papers_figure_beside_it():
     mixed = [_row("privdpr", 8, lp=0.5, formal=math.inf), _row("privdpr", 8, lp=0.5, seed=1)]
     md = ct.comparison_markdown([*mixed, _row("hogs", 8, lp=0.8)])
     assert "| ∞ (some runs) |" in md
+
+
+def test_every_row_carries_the_floor_and_the_bound_and_a_verdict_names_the_winner():
+    """Local rows against ``features-only`` at their ε, central rows against ``dpar-features``
+    where it was run; the bound is the non-private run at any ε; the verdict per ε names the
+    family with the best accuracy, and says where no floor was run."""
+    rows = [
+        _row("hogs", 4, acc=0.50, lp=0.7, attack=0.7, re=0.3, formal=4.0),
+        _row("hogs", 8, acc=0.80, lp=0.8, attack=0.8, re=0.2, formal=8.0),
+        _row("privdpr", 4, acc=0.30, lp=0.5, attack=0.5, re=0.6, formal=0.01),
+        _row("privdpr", 8, acc=0.30, lp=0.5, attack=0.5, re=0.6, formal=0.02),
+        _row("dpar-gm", 4, acc=0.45, formal=99.0),
+        _row("features-only", 4, acc=0.60),
+        _row("features-only", 8, acc=0.70),
+        _row("dpar-features", 4, acc=0.40),
+        _row("none", 4, acc=0.90, formal=math.inf),
+    ]
+    md = ct.comparison_markdown(rows)
+    line = {
+        (cells[1].strip(), cells[3].strip()): cells
+        for cells in (row.split("|") for row in md.splitlines() if row.startswith("| "))
+        if len(cells) > 10
+    }
+    hogs4 = line[("HoGS", "4")]
+    assert hogs4[8].strip() == "60.0 (features-only)" and hogs4[9].strip() == "no (−10.0)"
+    assert hogs4[10].strip() == "90.0"
+    assert line[("HoGS", "8")][9].strip() == "yes (+10.0)"
+    dpar4 = next(v for k, v in line.items() if k[1] == "4" and "DPAR" in k[0])
+    assert dpar4[8].strip() == "40.0 (dpar-features)" and dpar4[9].strip() == "yes (+5.0)"
+    privdpr8 = next(v for k, v in line.items() if k[1] == "8" and "PrivDPR" in k[0])
+    assert privdpr8[8].strip() == "70.0 (features-only)"  # no central floor at 8
+    assert "- ε = 4: **features only** wins" in md
+    assert "- ε = 8: **LDP graph** wins (HoGS 80.0 %, then features only" in md
