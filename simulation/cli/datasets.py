@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ldpgraph.server.record import to_json
+from ldpgraph.server.record_json import to_json
 
 from ..config import key_help
 from .output import stage_printer
