@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dp_accounting import NeighboringRelation, dp_event, pld
+if TYPE_CHECKING:  # imported where used: dp-accounting (with SciPy) takes seconds to import,
+    # and a command line refused before any work should not wait for it
+    from dp_accounting import dp_event
 
 ACCOUNTANT = "dp_accounting.pld.PLDAccountant(REPLACE_ONE)"
 #: Our PLD accountant rounds privacy losses up to this interval: its ε can exceed the exact
@@ -26,6 +28,8 @@ PLD_DISCRETIZATION = 1e-4
 
 def rr_event(epsilon: float) -> dp_event.DpEvent:
     """The dp-accounting event of one bit released by Warner RR / the 1-bit mechanism."""
+    from dp_accounting import dp_event
+
     return dp_event.RandomizedResponseDpEvent(
         noise_parameter=2.0 / (math.exp(epsilon) + 1.0), num_buckets=2
     )
@@ -33,6 +37,8 @@ def rr_event(epsilon: float) -> dp_event.DpEvent:
 
 def pure_epsilon(events: list[dp_event.DpEvent]) -> float:
     """ε at δ = 0 of the composition of ``events`` by the PLD accountant."""
+    from dp_accounting import NeighboringRelation, dp_event, pld
+
     acc = pld.PLDAccountant(
         neighboring_relation=NeighboringRelation.REPLACE_ONE,
         value_discretization_interval=PLD_DISCRETIZATION,

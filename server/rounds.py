@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ldpgraph.protocols import progress
 from ldpgraph.protocols.base import CuratorView, LdpProtocol, ReportSchema, RoundResult
 from ldpgraph.protocols.batch import ReportBatch
 from ldpgraph.protocols.messages import RoundMessage
@@ -121,6 +122,10 @@ def run_rounds(
         )
         rounds.append(stats.to_dict())
         require_reports(protocol.name, round_, stats.replied, stats.asked, stats.refused)
+        # The reconstruction can take minutes (HoGS's similarity join): not in silence.
+        progress.stage(
+            f"round {round_}: {stats.replied} reports; the server step of {protocol.name}"
+        )
         out = protocol.server_step(round_, result, curator, seed)
         timings["collect"] += replies.seconds if replies.seconds is not None else t1 - t0
         timings["reconstruct"] += time.perf_counter() - t1

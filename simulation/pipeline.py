@@ -334,6 +334,8 @@ def _run(
         say(f"released a {released.kind}; no metrics (--metrics none)")
     elif trains:
         say(f"training {config.model} on {released.num_nodes} nodes / {released.num_edges} edges")
+        if "torch_geometric" not in sys.modules:  # seconds on a loaded machine: say why
+            say("loading PyTorch and PyG for the model")
         cost = training_notice(config, released, prepared.original.num_classes)
         if cost:
             say(cost)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ..params import ProtocolParameterError
 
@@ -127,6 +127,8 @@ def pure_composition_delta(groups: Sequence[tuple[float, int]], eps: float) -> f
     """δ(ε) of composing, for each (ε_i, k_i) of ``groups`` (at most two), k_i mechanisms that
     are ε_i-DP: exactly that of the randomized responses RR(ε_i) that dominate them (KOV,
     Thm. 2.2), E_P[(1 − e^{ε − L})₊] with L = Σ ±ε_i."""
+    from scipy import stats  # here, not at import: a second that `ldpgraph run` refusals skip
+
     groups = [(float(e), int(k)) for e, k in groups if k > 0 and e > 0]
     if not groups:
         return 0.0
@@ -195,6 +197,8 @@ def calibrate_em(
 
 def gaussian_delta(mu: float, eps: float) -> float:
     """δ(ε) of the Gaussian mechanism with sensitivity/σ = μ (Balle & Wang 2018, Thm. 8)."""
+    from scipy import stats
+
     if mu <= 0:
         return 0.0
     a = stats.norm.cdf(-eps / mu + mu / 2)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldpgraph.protocols import progress
 from ldpgraph.protocols.catalog import load_plugins
 from ldpgraph.protocols.graph import Graph
 from ldpgraph.protocols.params import Param, did_you_mean
@@ -222,11 +223,16 @@ def evaluate(
             name = stand_in
         if name not in chosen:
             chosen.append(name)
+    scored = [n for n in chosen if ctx.release.kind in get_metric(n).kinds]
     for name in chosen:
         metric = get_metric(name)
         if ctx.release.kind not in metric.kinds:
             skipped[name] = f"does not score a {ctx.release.kind} release"
             continue
+        # A metric can take minutes (attacks, path statistics): say which one runs.
+        progress.stage(
+            f"metric {name} ({scored.index(name) + 1}/{len(scored)}) on {_size(ctx.release)}"
+        )
         ctx.held_out = (held_out or {}).get(name)
         ctx.held_out_all = held_out or {}
         sections = metric.evaluate(ctx)
@@ -239,3 +245,12 @@ def evaluate(
     if stood_in:
         out["metric_stand_ins"] = stood_in
     return out
+
+
+def _size(release: Release) -> str:
+    """What a stage line says of the release being scored: its counts only."""
+    if release.kind == "graphs":
+        return f"{len(release.graphs)} generated graphs"
+    if release.kind == "model":
+        return f"a model of {release.num_nodes} nodes"
+    return f"a graph of {release.num_nodes} nodes, {len(release.edges)} edges"

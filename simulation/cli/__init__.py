@@ -34,8 +34,13 @@ from .sweep import cmd_sweep
 __all__ = ["UserError", "build_parser", "main"]
 
 
-def build_parser(protocol: str | None = None) -> argparse.ArgumentParser:
-    """The CLI; ``protocol``: the run's protocol, whose parameters ``run`` takes as flags."""
+def build_parser(
+    protocol: str | None = None, command: str | None = None
+) -> argparse.ArgumentParser:
+    """The CLI; ``protocol``: the run's protocol, whose parameters ``run`` takes as flags;
+    ``command``: the command about to run, when known: another than ``run`` gets ``run`` as a
+    name only (its flags are the configuration schema, which imports every protocol and
+    metric module: seconds that ``ldpgraph results`` should not wait for)."""
     parser = ShortErrors(
         prog="ldpgraph",
         description="Private graph learning where every graph node is a client: local DP "
@@ -47,7 +52,10 @@ def build_parser(protocol: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ShortErrors
     )
-    run.add_parser(sub, protocol)
+    if command is None or command == "run" or command.startswith("-"):
+        run.add_parser(sub, protocol)
+    else:
+        sub.add_parser("run", help=run.RUN_HELP)
     for command in (datasets, protocols, partition, report, results, sweep, audit):
         command.add_parser(sub)
     return parser
@@ -62,13 +70,10 @@ def _use_recorded_data_root() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: the process's arguments) and run the command; returns the exit
     code (2: a one-line error the user can fix)."""
-    from ..backends import flower
-
-    flower.EXIT_ON_INTERRUPT = True
     quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else list(argv)
     protocol = chosen_protocol(argv) if argv[:1] == ["run"] else None
-    parser = build_parser(protocol)
+    parser = build_parser(protocol, argv[0] if argv else None)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         command = parser._subparsers._group_actions[0].choices.get(args.command)

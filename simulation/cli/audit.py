@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Iterable
 
-from ldpgraph.server.record import json_default
+from ldpgraph.server.record_json import json_default
 
 from .errors import UserError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ldpgraph.server.record import to_json
+from ldpgraph.server.record_json import to_json
 
 from ..config import key_help
 from .output import stage_printer
@@ -29,14 +29,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    from ldpgraph.protocols import progress
+
     from ..datasets import dataset_catalog
 
+    say = stage_printer(args.quiet)
     if not args.no_measure:  # loading each dataset the first time takes seconds: say so
-        stage_printer(args.quiet)(
+        say(
             "measuring the datasets available offline (the first time loads each one; "
             "--no-measure skips it)"
         )
-    rows = dataset_catalog(args.data_root, compute=not args.no_measure)
+    with progress.listening(say):  # one line per dataset measured
+        rows = dataset_catalog(args.data_root, compute=not args.no_measure)
     if args.json:
         print(to_json(rows, indent=2))
         return 0

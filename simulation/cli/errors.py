@@ -32,3 +32,13 @@ def errno_line(exc: OSError, args: object) -> str:
             tail = "" if given == failing else f" ({failing})"
             return f"{option} {value}{tail}: {what}"
     return f"{failing}: {what}"
+
+
+def exit_on_interrupt() -> None:
+    """Ctrl-C in a Flower simulation leaves the process at once (one line, exit 130) rather
+    than unwinding through Ray's threads. Set by the commands that run one, after their
+    checks: importing the backend imports Flower (a second), which a refusal must not wait
+    for."""
+    from ..backends import flower
+
+    flower.EXIT_ON_INTERRUPT = True

@@ -12,8 +12,15 @@ def stage_printer(quiet: bool) -> Callable[[str], None]:
     start = time.perf_counter()
 
     def say(msg: str) -> None:
-        if not quiet:
-            print(f"[{time.perf_counter() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+        if quiet:
+            return
+        line = f"[{time.perf_counter() - start:7.1f}s] {msg}"
+        bars = sys.modules.get("tqdm")  # a bar on screen (the epochs'): print above it
+        if bars is not None and getattr(bars.tqdm, "_instances", None):
+            bars.tqdm.write(line, file=sys.stderr)
+            sys.stderr.flush()
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     return say
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,14 @@ def check_writable(path: str | os.PathLike[str], what: str, *, kind: str = "file
         raise UserError(f"{what} {p} cannot be created: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"{what} {p} cannot be created: {parent} is not writable")
+    # os.access answers for the permission bits, which root passes everywhere: a file made and
+    # removed at once finds what only a write finds (/proc, a full or special file system).
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ldpgraph-probe-", dir=parent)
+    except OSError as exc:
+        raise UserError(f"{what} {p} cannot be created: {parent}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_cache_writable(datasets: list[str]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from ldpgraph.protocols import registry
 from ldpgraph.protocols.base import FEATURE_SHARE
 from ldpgraph.server.evaluation import metric_names
-from ldpgraph.server.record import summary, to_json
+from ldpgraph.server.record_json import to_json
 
 from ..config import (
     SECTIONS,
@@ -24,7 +24,7 @@ from ..config import (
     key_names,
     section_of,
 )
-from .errors import UserError
+from .errors import UserError, exit_on_interrupt
 from .output import stage_printer
 from .parser import BoolFlag, HelpFormatter
 from .paths import check_cache_writable, check_store
@@ -33,13 +33,15 @@ from .run_flags import central_only_parameters, protocol_help
 #: Flags left out of the namespace when not given (argparse.SUPPRESS): an explicit ``--seed``
 #: makes the run ``seeded``.
 _UNSET_UNLESS_GIVEN = ("seed", "seeded")
+#: ``run``'s line in ``ldpgraph --help``.
+RUN_HELP = "run one experiment"
 
 
 def add_parser(sub: argparse._SubParsersAction, protocol: str | None = None) -> None:
     """``run``'s parser; ``protocol``: the chosen protocol, whose parameters are its flags."""
     p = sub.add_parser(
         "run",
-        help="run one experiment",
+        help=RUN_HELP,
         description="Collect every node's LDP report, reconstruct a synthetic graph, train a GNN "
         "on it and evaluate on the true test labels; or, with a central-DP strategy, collect "
         "the raw rows of the nodes that trust the curator and release what the mechanism "
@@ -200,6 +202,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..api import run_record
         from ..pipeline import build_protocol
 
+        if config.backend == "flower":
+            exit_on_interrupt()
+
         # The configuration is validated (config_from_args): the run's one protocol is built
         # here and passed on, not validated and rebuilt by the pipeline. `flower` goes through
         # `flwr run` (Flower's supported runtime), whose ServerApp builds its own.
@@ -216,6 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json(result, indent=2))
     else:
+        from ldpgraph.server.record import summary
+
         print(summary(result))
     warning = collapse_warning(result)
     if warning:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .errors import UserError
+from .errors import UserError, exit_on_interrupt
 from .output import stage_printer
 from .paths import check_cache_writable, check_store
 
@@ -92,6 +92,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.dry_run:
         check_store(args.store or exp.store, "the results store")
         check_cache_writable(exp.datasets)
+        exit_on_interrupt()
     phases = ("search",) if args.only_search else ("final",) if args.only_final else None
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     result = run_sweep(

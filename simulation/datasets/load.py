@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ldpgraph.protocols import progress
 from ldpgraph.protocols.graph import Graph
 
 from .build import cache_paths, graph_stats, load_processed, raw_fingerprint
@@ -66,7 +67,7 @@ def dataset_catalog(
     root = resolve_data_root(data_root)
     dl_root = download_root()
     rows = []
-    for info in DATASETS.values():
+    for i, info in enumerate(DATASETS.values(), 1):
         row: dict[str, Any] = {
             "name": info.name,
             "description": info.description,
@@ -87,14 +88,16 @@ def dataset_catalog(
             }
         if row["offline"] and compute:
             try:
-                row["measured"] = _measure(info, Path(row["location"] or "."))
+                row["measured"] = _measure(info, Path(row["location"] or "."), (i, len(DATASETS)))
             except (DatasetError, OSError) as err:  # one bad dataset does not stop the list
                 row["error"] = str(err)
         rows.append(row)
     return rows
 
 
-def _measure(info: DatasetInfo, root: Path) -> dict[str, Any]:
+def _measure(info: DatasetInfo, root: Path, place: tuple[int, int]) -> dict[str, Any]:
+    """The statistics of a dataset: from the cache's sidecar, else by loading it (seconds to
+    a minute the first time: a stage line says which; ``place``: its index and the count)."""
     if info.name == "synthetic":
         return graph_stats(synthetic_graph(**SYNTHETIC_DEFAULTS))
     _, json_path = cache_paths(info, raw_fingerprint(root, info))
@@ -102,4 +105,5 @@ def _measure(info: DatasetInfo, root: Path) -> dict[str, Any]:
         stats = json.loads(json_path.read_text())
         return {k: stats[k] for k in ("nodes", "edges", "features", "classes", "binary")}
     except (OSError, ValueError, KeyError):
+        progress.stage(f"loading {info.name} to measure it ({place[0]}/{place[1]})")
         return graph_stats(load_processed(info, root))

@@ -49,3 +49,20 @@ def test_measuring_says_so_on_stderr_unless_quiet(capsys, monkeypatch):
     for quiet in (["--no-measure"], ["--quiet"]):
         code, _out, err = run_cli(capsys, "datasets", *quiet)
         assert code == 0 and err == ""
+
+
+@needs_mirror
+def test_a_dataset_loaded_to_be_measured_says_so_once(capsys, tmp_path, monkeypatch):
+    """Measuring loads a dataset the first time (seconds each, a minute for the list): a
+    stage line names it as it starts; from the cache the list is quick and says nothing."""
+    from ldpgraph.simulation.datasets import load
+
+    monkeypatch.setenv("LDPGRAPH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(load, "DATASETS", {k: load.DATASETS[k] for k in ("cora", "synthetic")})
+    code, out, err = run_cli(capsys, "datasets")
+    assert code == 0 and "cora" in out
+    assert "loading cora to measure it (1/2)" in err
+    code, out, err = run_cli(capsys, "datasets")
+    assert code == 0 and "cora" in out and "loading" not in err
+    code, out, err = run_cli(capsys, "datasets", "--quiet")
+    assert code == 0 and err == ""

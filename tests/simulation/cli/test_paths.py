@@ -44,3 +44,19 @@ def test_unwritable_outputs_are_refused_before_any_work(capsys, tmp_path, not_a_
     monkeypatch.setenv("LDPGRAPH_CACHE", str(not_a_dir))
     err = one_line_error(capsys, ["run", "--dataset", "cora"])
     assert "LDPGRAPH_CACHE" in err and "cannot be created" in err
+
+
+def test_a_folder_only_a_write_finds_unwritable_is_refused(capsys, tmp_path, monkeypatch):
+    """Root passes every permission check (os.access), yet /proc or a full or read-only file
+    system refuses the write: the check makes (and removes) a file to find out."""
+    import errno
+    import tempfile
+
+    def refuse(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(pipeline, "load_dataset", lambda *_a, **_k: pytest.fail("loaded"))
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    err = one_line_error(capsys, ["run", "--dataset", SMALL, "--store", str(tmp_path / "r.db")])
+    assert "--store" in err and "cannot be created" in err and "Read-only file system" in err
+    assert list(tmp_path.iterdir()) == []
