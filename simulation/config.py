@@ -23,6 +23,7 @@ from ldpgraph.protocols.params import Param, ProtocolParameterError, did_you_mea
 from ldpgraph.server.choices import MODELS, SELECTIONS
 
 from .config_checks import check_extras, check_run, check_training
+from .curator_ray import CURATOR_PLACES
 from .schema import (
     SECTIONS,
     ConfigError,
@@ -160,6 +161,15 @@ class RunConfig:
         "",
         "run",
         "join an existing Ray cluster at this address instead of starting Ray",
+        result=False,
+    )
+    curator_on: str = key(
+        "threads",
+        "run",
+        "where the curator's row blocks (HoGS's posterior, similarity join and feature "
+        "reconstruction) run: threads (this process's cores) or ray (Ray tasks on "
+        "--ray-address / $RAY_ADDRESS, else on a local Ray the run starts); same edges",
+        choices=CURATOR_PLACES,
         result=False,
     )
     node_budget: float = key(
