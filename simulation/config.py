@@ -23,7 +23,6 @@ from ldpgraph.protocols.params import Param, ProtocolParameterError, did_you_mea
 from ldpgraph.server.choices import MODELS, SELECTIONS
 
 from .config_checks import check_extras, check_run, check_training
-from .curator_ray import CURATOR_PLACES
 from .schema import (
     SECTIONS,
     ConfigError,
@@ -53,6 +52,8 @@ __all__ = [  # the schema's functions are imported from here by the CLI and swee
 ]  # fmt: skip
 
 BACKENDS = ("local", "flower", "deploy")
+#: Where the curator's row blocks run (``curator-on``; :mod:`.curator_ray`).
+CURATOR_PLACES = ("threads", "ray")
 #: ``--metrics none``: release only, measure nothing (e.g. a structure-only dataset, which
 #: ``accuracy`` cannot score).
 NO_METRICS = "none"

@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Where the curator's row blocks run (the ``curator-on`` run key).
-CURATOR_PLACES = ("threads", "ray")
 #: Blocks in flight per CPU of the cluster: enough to keep every CPU busy while one result
 #: travels back, few enough that the results waiting to be consumed stay small.
 IN_FLIGHT_PER_CPU = 2
@@ -87,11 +85,11 @@ class RayBlocks:
         self.maps = 0
 
     def _ready(self) -> Any:
-        import ray
-
-        if self._connect is not None:
+        if self._connect is not None:  # before any `import ray` (see raycluster)
             connect, self._connect = self._connect, None
             connect()
+        import ray
+
         if not ray.is_initialized():
             raise RuntimeError("the Ray curator needs Ray started (ray.init) before its blocks")
         return ray
