@@ -80,8 +80,11 @@ class RayBlocks:
         self.in_flight = in_flight
         self.say = say
         self.cpus_per_task = 1.0
+        #: Further Ray task options (e.g. a scheduling strategy that pins the tasks to a node).
+        self.options: dict[str, Any] = {}
         self.per_node: Counter[str] = Counter()
         self.seconds = 0.0
+        self.wall = 0.0
         self.maps = 0
 
     def _ready(self) -> Any:
@@ -101,7 +104,7 @@ class RayBlocks:
         ray = self._ready()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         limit = self.in_flight or IN_FLIGHT_PER_CPU * cpus
-        task = _remote().options(num_cpus=self.cpus_per_task)
+        task = _remote().options(num_cpus=self.cpus_per_task, **self.options)
         shipped = ray.put(fn)
         here: Counter[str] = Counter()
         pending: deque = deque()
@@ -117,6 +120,7 @@ class RayBlocks:
             for ref in pending:  # the consumer stopped early: drop what is left
                 ray.cancel(ref)
         self.maps += 1
+        self.wall += time.perf_counter() - t0
         name = getattr(fn, "__qualname__", type(fn).__name__)
         where = ", ".join(f"{node[:8]} {k}" for node, k in sorted(here.items()))
         self.say(
@@ -132,10 +136,12 @@ class RayBlocks:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """What ran where: blocks per node (Ray node ids), task seconds, block maps."""
+        """What ran where: blocks per node (Ray node ids), the seconds the tasks computed, the
+        wall seconds of the block maps, how many maps."""
         return {
             "blocks_per_node": dict(self.per_node),
             "task_seconds": round(self.seconds, 3),
+            "wall_seconds": round(self.wall, 3),
             "maps": self.maps,
         }
 
