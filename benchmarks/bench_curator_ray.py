@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import statistics
 import sys
 import time
@@ -33,17 +34,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 class _TimedThreads:
     """map_blocks on threads (the default), with the wall seconds inside the maps counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, measure_shipped: bool = False) -> None:
         self.wall = 0.0
         self.blocks = 0
+        self.measure_shipped = measure_shipped
+        #: Per block function: [blocks, pickled bytes of the function (what Ray ships once per
+        #: node), bytes of the results].
+        self.per_fn: dict[str, list[int]] = {}
 
     def map(self, fn, items):
         from ldpgraph.protocols.ldp.blocks import threaded_in_order
 
+        name = getattr(fn, "__qualname__", type(fn).__name__)
+        shipped = len(pickle.dumps(fn, protocol=5)) if self.measure_shipped else 0
+        back = 0
         t0 = time.perf_counter()
-        yield from threaded_in_order(fn, items)
+        for out in threaded_in_order(fn, items):
+            if self.measure_shipped:
+                back += len(pickle.dumps(out, protocol=5))
+            yield out
         self.blocks += len(items)
         self.wall += time.perf_counter() - t0
+        mine = self.per_fn.setdefault(name, [0, 0, 0])
+        mine[0] += len(items)
+        mine[1] = max(mine[1], shipped)
+        mine[2] += back
 
 
 class _JoinBlocks:
@@ -122,7 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         alive = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
         settings = ["threads", "ray-1", f"ray-{args.nodes}"]
         # Warm the workers (their first task imports ldpgraph) and the replayed reports.
-        release(None)
+        sizes = _TimedThreads(measure_shipped=True)
+        release(sizes)
+        for name, (nb, shipped, back) in sizes.per_fn.items():
+            print(
+                f"{name}: {nb} blocks, {shipped / 2**20:.1f} MiB shipped once per node and map, "
+                f"{back / max(nb, 1) / 2**10:.1f} KiB of results per block",
+                flush=True,
+            )
         warm = RayBlocks()
         release(warm)
         for _ in range(args.repeats):
@@ -149,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                         task_s=round(ex.seconds, 3),
                         blocks=sum(ex.per_node.values()),
                         nodes_used=len(ex.per_node),
+                        per_function=ex.summary()["per_function"],
                     )
                 else:
                     row["blocks"] = ex.blocks

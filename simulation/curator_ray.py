@@ -83,9 +83,12 @@ class RayBlocks:
         #: Further Ray task options (e.g. a scheduling strategy that pins the tasks to a node).
         self.options: dict[str, Any] = {}
         self.per_node: Counter[str] = Counter()
+        #: Per block function (its qualified name): [blocks, task seconds].
+        self.per_fn: dict[str, list[float]] = {}
         self.seconds = 0.0
         self.wall = 0.0
         self.maps = 0
+        self._map_seconds = 0.0
 
     def _ready(self) -> Any:
         if self._connect is not None:  # before any `import ray` (see raycluster)
@@ -109,6 +112,7 @@ class RayBlocks:
         here: Counter[str] = Counter()
         pending: deque = deque()
         t0 = time.perf_counter()
+        self._map_seconds = 0.0
         try:
             for item in items:
                 pending.append(task.remote(shipped, item))
@@ -122,6 +126,9 @@ class RayBlocks:
         self.maps += 1
         self.wall += time.perf_counter() - t0
         name = getattr(fn, "__qualname__", type(fn).__name__)
+        mine = self.per_fn.setdefault(name, [0, 0.0])
+        mine[0] += len(items)
+        mine[1] += self._map_seconds
         where = ", ".join(f"{node[:8]} {k}" for node, k in sorted(here.items()))
         self.say(
             f"curator on Ray: {len(items)} blocks of {name} on {len(here)} node(s) ({where}) "
@@ -133,6 +140,7 @@ class RayBlocks:
         here[node] += 1
         self.per_node[node] += 1
         self.seconds += seconds
+        self._map_seconds += seconds
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -142,6 +150,7 @@ class RayBlocks:
             "blocks_per_node": dict(self.per_node),
             "task_seconds": round(self.seconds, 3),
             "wall_seconds": round(self.wall, 3),
+            "per_function": {k: [int(b), round(t, 3)] for k, (b, t) in self.per_fn.items()},
             "maps": self.maps,
         }
 
