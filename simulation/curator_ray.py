@@ -170,6 +170,10 @@ def curator_blocks(config: RunConfig, say: Callable[[str], None] | None = None) 
         return
     tell = say or progress.stage
     state: dict[str, Any] = {}
+    if cluster_address(config) not in ("", "auto"):
+        from .raycluster import check_reachable
+
+        check_reachable(cluster_address(config))  # before the collection: fail in seconds
 
     def connect() -> None:
         ray = sys.modules.get("ray")

@@ -35,15 +35,27 @@ def test_unknown_place_is_refused():
         RunConfig(curator_on="gpu", backend="local").validate()
 
 
-def test_unreachable_cluster_fails_in_one_line():
+def test_unreachable_cluster_fails_in_one_line_before_any_work():
     port = free_ports(1)[0]
     config = RunConfig(curator_on="ray", ray_address=f"127.0.0.1:{port}", backend="local")
-    with curator_blocks(config) as on_ray:
-        assert isinstance(on_ray, RayBlocks)
-        with pytest.raises(ConfigError, match=f"cannot reach the Ray cluster at 127.0.0.1:{port}"):
-            list(blocks.map_blocks(_double, [1, 2]))
-    # Outside the block the curator is back on threads.
-    assert list(blocks.map_blocks(_double, [4])) == [8]
+    with pytest.raises(ConfigError, match=f"cannot reach the Ray cluster at 127.0.0.1:{port}"):
+        with curator_blocks(config):
+            raise AssertionError("entered without a cluster")
+    assert list(blocks.map_blocks(_double, [4])) == [8]  # threads, as before
+
+
+def test_ray_blocks_connect_once_on_the_first_map():
+    calls = []
+
+    def connect() -> None:
+        calls.append(1)
+        raise ConfigError("no cluster here")
+
+    executor = RayBlocks(connect)
+    with blocks.using(executor), pytest.raises(ConfigError, match="no cluster here"):
+        list(blocks.map_blocks(_double, [1, 2]))
+    assert calls == [1]
+    assert list(executor.map(_double, [])) == []  # nothing to run: Ray is not needed
 
 
 @pytest.mark.slow
