@@ -1,6 +1,7 @@
 """One HoGS release with the curator on threads and on a Ray cluster, compared (a driver process).
 
-Run as ``python -m tests.support.curator_ray_driver ADDRESS [DATASET] [EPSILON]`` from the
+Run as ``python -m tests.support.curator_ray_driver ADDRESS [DATASET] [EPSILON] [KEY=VALUE ...]``
+(further run keys, e.g. a protocol parameter) from the
 repository root: prints one JSON line with whether the edges, weights and features agree, the
 blocks each Ray node ran and the seconds of each release. Small blocks (patched module
 constants: the driver computes the block bounds) so that a small graph gives many of them.
@@ -17,7 +18,9 @@ import time
 import numpy as np
 
 
-def releases(address: str, dataset: str, epsilon: float, block_entries: int) -> dict:
+def releases(
+    address: str, dataset: str, epsilon: float, block_entries: int, **extra: object
+) -> dict:
     from ldpgraph.protocols.ldp import hogs_features, reported_pairs
     from ldpgraph.simulation import pipeline
     from ldpgraph.simulation.config import RunConfig
@@ -26,10 +29,11 @@ def releases(address: str, dataset: str, epsilon: float, block_entries: int) -> 
     hogs_features.FR_BLOCK_BYTES = block_entries * 64
     out: dict = {}
     got = {}
+    protocol = str(extra.pop("protocol", "hogs"))
     for where in ("threads", "ray"):
         config = RunConfig(
-            "hogs", dataset=dataset, epsilon=epsilon, backend="local", epochs=1,
-            curator_on=where, ray_address=address if where == "ray" else "", seed=3,
+            protocol, dataset=dataset, epsilon=epsilon, backend="local", epochs=1,
+            curator_on=where, ray_address=address if where == "ray" else "", seed=3, **extra,
         ).validate()  # fmt: skip
         prepared = pipeline.prepare(config)
         t0 = time.perf_counter()
@@ -52,4 +56,9 @@ if __name__ == "__main__":
     address = sys.argv[1]
     dataset = sys.argv[2] if len(sys.argv) > 2 else "synthetic:n=1500,classes=3,d=24,avg_degree=6"
     epsilon = float(sys.argv[3]) if len(sys.argv) > 3 else 8.0
-    print(json.dumps(releases(address, dataset, epsilon, block_entries=1500)), flush=True)
+    extra = {}
+    for arg in sys.argv[4:]:
+        key, _, value = arg.partition("=")
+        extra[key.replace("-", "_")] = value
+    out = releases(address, dataset, epsilon, block_entries=1500, **extra)
+    print(json.dumps(out), flush=True)
