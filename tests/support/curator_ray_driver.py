@@ -59,6 +59,9 @@ if __name__ == "__main__":
     extra = {}
     for arg in sys.argv[4:]:
         key, _, value = arg.partition("=")
-        extra[key.replace("-", "_")] = value
+        try:  # a number or boolean as JSON reads it, else the string
+            extra[key.replace("-", "_")] = json.loads(value)
+        except ValueError:
+            extra[key.replace("-", "_")] = value
     out = releases(address, dataset, epsilon, block_entries=1500, **extra)
     print(json.dumps(out), flush=True)
