@@ -80,8 +80,10 @@ class RayBlocks:
         self.in_flight = in_flight
         self.say = say
         self.cpus_per_task = 1.0
-        #: Further Ray task options (e.g. a scheduling strategy that pins the tasks to a node).
-        self.options: dict[str, Any] = {}
+        #: Further Ray task options. SPREAD: blocks go round the nodes (Ray's default packs
+        #: short tasks onto the driver's node while it keeps up, and a cluster would sit idle);
+        #: a benchmark may pin them to one node instead.
+        self.options: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
         self.per_node: Counter[str] = Counter()
         #: Per block function (its qualified name): [blocks, task seconds].
         self.per_fn: dict[str, list[float]] = {}
@@ -89,6 +91,8 @@ class RayBlocks:
         self.wall = 0.0
         self.maps = 0
         self._map_seconds = 0.0
+        #: The cluster at the last map: (nodes alive, CPUs).
+        self.cluster = (0, 0)
 
     def _ready(self) -> Any:
         if self._connect is not None:  # before any `import ray` (see raycluster)
@@ -106,6 +110,7 @@ class RayBlocks:
             return
         ray = self._ready()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.cluster = (sum(1 for node in ray.nodes() if node.get("Alive")), cpus)
         limit = self.in_flight or IN_FLIGHT_PER_CPU * cpus
         task = _remote().options(num_cpus=self.cpus_per_task, **self.options)
         shipped = ray.put(fn)
@@ -131,7 +136,8 @@ class RayBlocks:
         mine[1] += self._map_seconds
         where = ", ".join(f"{node[:8]} {k}" for node, k in sorted(here.items()))
         self.say(
-            f"curator on Ray: {len(items)} blocks of {name} on {len(here)} node(s) ({where}) "
+            f"curator on Ray: {len(items)} blocks of {name} on {len(here)} of "
+            f"{self.cluster[0]} node(s) ({where}) "
             f"in {time.perf_counter() - t0:.1f} s"
         )
 
@@ -152,6 +158,8 @@ class RayBlocks:
             "wall_seconds": round(self.wall, 3),
             "per_function": {k: [int(b), round(t, 3)] for k, (b, t) in self.per_fn.items()},
             "maps": self.maps,
+            "cluster_nodes": self.cluster[0],
+            "cluster_cpus": self.cluster[1],
         }
 
 
