@@ -52,6 +52,8 @@ __all__ = [  # the schema's functions are imported from here by the CLI and swee
 ]  # fmt: skip
 
 BACKENDS = ("local", "flower", "deploy")
+#: Where the curator's row blocks run (``curator-on``; :mod:`.curator_ray`).
+CURATOR_PLACES = ("threads", "ray")
 #: ``--metrics none``: release only, measure nothing (e.g. a structure-only dataset, which
 #: ``accuracy`` cannot score).
 NO_METRICS = "none"
@@ -160,6 +162,15 @@ class RunConfig:
         "",
         "run",
         "join an existing Ray cluster at this address instead of starting Ray",
+        result=False,
+    )
+    curator_on: str = key(
+        "threads",
+        "run",
+        "where the curator's row blocks (HoGS's posterior, similarity join and feature "
+        "reconstruction) run: threads (this process's cores) or ray (Ray tasks on "
+        "--ray-address / $RAY_ADDRESS, else on a local Ray the run starts); same edges",
+        choices=CURATOR_PLACES,
         result=False,
     )
     node_budget: float = key(

@@ -121,7 +121,7 @@ def check_extras(cfg: RunConfig) -> None:
     needed = []
     if cfg.backend in ("flower", "deploy"):
         needed.append("flwr")
-    if cfg.ray_address:
+    if cfg.ray_address or cfg.curator_on == "ray":
         needed.append("ray")
     if cfg.split_mode == "metis":
         needed.append("pymetis")

@@ -37,6 +37,7 @@ from ldpgraph.server.record import build_record
 from .backends.local import LocalCollector, ReplayCollector
 from .checks import check_collection, check_labels, check_split, no_hiding_in_deployment
 from .config import RunConfig
+from .curator_ray import curator_blocks
 from .datasets import load_dataset
 from .splits import split_for
 
@@ -205,6 +206,23 @@ def release(
     run's split, whose training labels the curator knows (a central strategy trains on them).
     ``protocol``: ``config``'s, if already built (:func:`build_protocol`)."""
     protocol = protocol or build_protocol(config)
+    # --curator-on ray: the curator's row blocks run as Ray tasks (Ray starts on the first).
+    with curator_blocks(config) as on_ray:
+        released, timings = _release(config, graph, progress, grid, replay, split, protocol)
+    if on_ray is not None:
+        released.stats["curator"] = {"on": "ray", **on_ray.summary()}
+    return released, timings
+
+
+def _release(
+    config: RunConfig,
+    graph: Any,
+    progress: Callable[[int], None] | None,
+    grid: Any,
+    replay: ReplayCollector | None,
+    split: Any,
+    protocol: LdpProtocol,
+) -> tuple[Release, dict[str, float]]:
     curator = curator_view(
         graph, uses_public_features(config.protocol), split, config.device, config.seeded
     )

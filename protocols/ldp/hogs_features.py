@@ -6,12 +6,12 @@ only.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from .blocks import usable_cores
+from .blocks import map_blocks
 from .reported_pairs import row_blocks
 
 #: Feature reconstruction aggregates over V_i = {j : P_ij >= FR_THRESHOLD} (paper: 0.5).
@@ -36,8 +36,9 @@ def reconstruct_features(
     and writes its rows of the next X, so memory is x0, the output (float32; plus one float64
     X between steps, two from the third step on) and a few blocks, not several float64 copies
     of X. Each row's sum runs over its neighbours in order (scipy's sparse product, the same
-    on every CPU), so the result does not depend on the blocks. Blocks run on every core
-    (scipy's product and numpy's copies release the GIL).
+    on every CPU), so the result does not depend on the blocks. Blocks go through
+    :func:`.blocks.map_blocks`: every core (scipy's product and numpy's copies release the
+    GIL), or the Ray curator's tasks.
 
     Args:
         x0: the n × d feature rows (any real dtype; 0/1 uint8 for the 1-bit reports).
@@ -85,32 +86,38 @@ def _average_blocks(
     denom: np.ndarray,
     bounds: list[tuple[int, int]],
 ) -> None:
-    """One step of :func:`reconstruct_features`: dst[a:b] for every block [a, b), on threads."""
-    # A float64 X (every step after the first) is multiplied as it is; any other dtype (the
-    # 0/1 reports) is converted only for the rows a block needs.
-    whole = src.dtype == np.float64 and src.flags.c_contiguous
+    """One step of :func:`reconstruct_features`: dst[a:b] for every block [a, b), each block
+    a :func:`.blocks.map_blocks` task (threads, or the Ray curator's tasks), written in order."""
+    step = _AverageStep(w, src, has, denom)
+    for (a, b), rows in zip(bounds, map_blocks(step.rows, bounds), strict=True):
+        dst[a:b] = rows
 
-    def one(bound: tuple[int, int]) -> None:
+
+@dataclass
+class _AverageStep:
+    """One averaging pass over the blocks' rows: picklable (an executor may ship it once to
+    other processes or machines), and every block's rows depend only on ``w`` and ``src``."""
+
+    w: sp.csr_matrix
+    src: np.ndarray
+    has: np.ndarray
+    denom: np.ndarray
+
+    def rows(self, bound: tuple[int, int]) -> np.ndarray:
+        """The next X's rows a..b (float64)."""
         a, b = bound
+        src = self.src
         own = np.asarray(src[a:b], dtype=np.float64)
-        blk = w[a:b]
+        blk = self.w[a:b]
         if blk.nnz == 0:
-            dst[a:b] = own
-            return
-        if whole:
+            return own
+        # A float64 X (every step after the first) is multiplied as it is; any other dtype
+        # (the 0/1 reports) is converted only for the rows the block needs.
+        if src.dtype == np.float64 and src.flags.c_contiguous:
             agg = blk @ src
         else:
             # The block's neighbours, renumbered in order: each row's terms keep their order.
             needed, local = np.unique(blk.indices, return_inverse=True)
             part = sp.csr_matrix((blk.data, local, blk.indptr), shape=(b - a, needed.size))
             agg = part @ np.asarray(src[needed], dtype=np.float64)
-        dst[a:b] = np.where(has[a:b, None], agg / denom[a:b, None], own)
-
-    workers = min(len(bounds), usable_cores())
-    if workers <= 1:
-        for bound in bounds:
-            one(bound)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(one, bounds):
-            pass
+        return np.where(self.has[a:b, None], agg / self.denom[a:b, None], own)
