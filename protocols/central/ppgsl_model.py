@@ -272,6 +272,7 @@ def learn(
 
     dev = torch.device(device)
     pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
+    progress.stage(f"PPGSL: {len(pairs_np)} parameterised pairs, {len(sensitive)} sensitive links")
     with cpu_threads(num_threads if dev.type == "cpu" else None):
         pairs = torch.as_tensor(pairs_np, device=dev)
         sens = torch.as_tensor(sensitive, device=dev)

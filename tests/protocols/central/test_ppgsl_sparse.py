@@ -132,5 +132,6 @@ def test_the_learner_says_its_retrains_to_a_listener_and_nothing_otherwise():
         "PPGSL surrogate 1/2: 4 epochs",
         "PPGSL surrogate 2/2: 4 epochs",
     ]
+    assert lines[0].startswith("PPGSL: ") and lines[0].endswith(" sensitive links")
     assert "PPGSL surrogate epoch 4/4" in lines and lines[-1] == "PPGSL learner step 6/6"
     assert np.array_equal(heard.weights, silent.weights)  # listening changes nothing
