@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..params import Params, ProtocolParameterError
 from ..rng import stage_rng, stage_seed
 from .baselines import pair_keys, sample_free_pairs
@@ -68,6 +69,48 @@ def parameterised_pairs(
     return pairs, original
 
 
+def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`.baselines.sample_free_pairs` with the same draws and the same result, faster
+    where it runs 5 000 times a release (the surrogate's negatives, one set per epoch): its
+    first batch's rejection and first-occurrence de-duplication in one stable sort, with the
+    membership test on the sorted keys, and only a prefix of the batch examined when that
+    already holds ``count`` free distinct pairs (the whole batch is still drawn, so the
+    generator's stream is unchanged). Any other case is the shared function's own loop."""
+    total = n * (n - 1) // 2
+    if count <= 0 or total - len(taken) < 4 * count:
+        return sample_free_pairs(n, count, taken, rng)
+    b = 2 * count + 16
+    u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
+    keys = np.minimum(u, v) * n + np.maximum(u, v)
+    for m in (min(b, count + count // 8 + 64), b):
+        head = keys[:m]
+        order = np.argsort(head, kind="stable")
+        ranked = head[order]
+        keep = np.ones(m, dtype=bool)
+        keep[1:] = ranked[1:] != ranked[:-1]  # the first occurrence of each key
+        keep &= (ranked // n) != (ranked % n)  # u = v
+        if len(taken):
+            at = np.minimum(np.searchsorted(taken, ranked), len(taken) - 1)
+            keep &= taken[at] != ranked
+        if keep.sum() >= count or m == b:
+            found = head[np.sort(order[keep])]
+            break
+    if len(found) < count:  # rare: the shared function's later batches, continued exactly
+        while len(found) < count:
+            b = 2 * (count - len(found)) + 16
+            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
+            new = np.minimum(u, v) * n + np.maximum(u, v)
+            new = new[u != v]
+            if len(taken):
+                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
+                new = new[taken[at] != new]
+            found = np.concatenate([found, new])
+            _, first = np.unique(found, return_index=True)
+            found = found[np.sort(first)]
+    found = found[:count]
+    return np.stack([found // n, found % n], axis=1).astype(np.int64)
+
+
 class Surrogate:
     """The 2-layer edge-weighted GCN + σ(cos) head, its weights drawn Glorot-uniform from
     ``gen`` (PyG's GCNConv initialisation; biases zero)."""
@@ -93,24 +136,64 @@ class Surrogate:
 
 class Propagation:
     """Â = D^-1/2 (A′ + I) D^-1/2 applied to node rows, A′ given per parameterised pair (both
-    directions), differentiable in the weights."""
+    directions), differentiable in the weights: the self-loop term plus one CSR product
+    (:mod:`.ppgsl_sparse`; the pattern is built once, the values from A′ at each call)."""
 
     def __init__(self, pairs: Any, n: int) -> None:
         import torch
 
+        from .ppgsl_sparse import CsrPattern
+
         self.src = torch.cat([pairs[:, 0], pairs[:, 1]])
         self.dst = torch.cat([pairs[:, 1], pairs[:, 0]])
         self.n = n
+        self.pattern = CsrPattern(self.src, self.dst, n)
+        loops = torch.arange(n, device=self.src.device)
+        #: the pattern with the diagonal too, for :class:`FixedPropagation`'s single product
+        self.looped = CsrPattern(torch.cat([self.src, loops]), torch.cat([self.dst, loops]), n)
 
-    def __call__(self, h: Any, w: Any) -> Any:
+    def normalise(self, w: Any) -> tuple[Any, Any]:
+        """(Â's off-diagonal values in CSR order, its diagonal D^-1) from the weights ``w``."""
         import torch
 
         w2 = torch.cat([w, w])
-        deg = torch.ones(self.n, dtype=h.dtype, device=h.device).index_add(0, self.dst, w2)
+        deg = torch.ones(self.n, dtype=w.dtype, device=w.device).index_add(0, self.dst, w2)
         dinv = deg.rsqrt()
         norm = w2 * dinv[self.src] * dinv[self.dst]
-        out = h * (dinv * dinv).unsqueeze(1)
-        return out.index_add(0, self.dst, norm.unsqueeze(1) * h[self.src])
+        return norm[self.pattern.order], dinv * dinv
+
+    def __call__(self, h: Any, w: Any) -> Any:
+        from .ppgsl_sparse import spmm
+
+        values, diag = self.normalise(w.to(h.dtype))
+        return h * diag.unsqueeze(1) + spmm(values, h, self.pattern)
+
+    def fixed(self, w: Any) -> FixedPropagation:
+        """The propagation for constant weights ``w`` (the surrogate's N₁ epochs on a detached
+        A′): Â's values are computed once, not every epoch."""
+        return FixedPropagation(self, w)
+
+
+class FixedPropagation:
+    """:class:`Propagation` at constant weights, called as ``prop(h, w)`` (``w`` is ignored:
+    it is the one given to :meth:`Propagation.fixed`): Â with its diagonal as one CSR matrix,
+    so a layer is one product forward and one backward."""
+
+    def __init__(self, prop: Propagation, w: Any) -> None:
+        import torch
+
+        self.pattern = prop.looped
+        w = w.detach()
+        w2 = torch.cat([w, w])
+        deg = torch.ones(prop.n, dtype=w.dtype, device=w.device).index_add(0, prop.dst, w2)
+        dinv = deg.rsqrt()
+        norm = torch.cat([w2 * dinv[prop.src] * dinv[prop.dst], dinv * dinv])
+        self.values = norm[self.pattern.order]
+
+    def __call__(self, h: Any, w: Any = None) -> Any:
+        from .ppgsl_sparse import spmm
+
+        return spmm(self.values.to(h.dtype), h, self.pattern)
 
 
 def encode(model: Surrogate, xw1: Any, prop: Propagation, w: Any) -> Any:
@@ -121,31 +204,42 @@ def encode(model: Surrogate, xw1: Any, prop: Propagation, w: Any) -> Any:
 
 
 def link_prob(z: Any, pairs: Any) -> Any:
-    """σ(cos(z_i, z_j)) per pair (τ = 1, literal [R])."""
+    """σ(cos(z_i, z_j)) per pair (τ = 1, literal [R]): the rows normalised once (eps 1e-8, as
+    ``cosine_similarity``), then one gather per endpoint (``index_select``, whose backward is a
+    plain ``index_add``, not the sort-based backward of fancy indexing)."""
     import torch
     import torch.nn.functional as F
 
-    return torch.sigmoid(F.cosine_similarity(z[pairs[:, 0]], z[pairs[:, 1]], dim=1, eps=1e-8))
+    zn = F.normalize(z, dim=1, eps=1e-8)
+    dots = (zn.index_select(0, pairs[:, 0]) * zn.index_select(0, pairs[:, 1])).sum(1)
+    return torch.sigmoid(dots)
 
 
 def feature_matrix(x: np.ndarray, device: Any) -> Any:
-    """X as a torch tensor: sparse (COO) when mostly zeros, the identity when the graph has
-    no features (PolBlogs [R])."""
+    """X for ``_mm``: sparse (CSR with its transpose, :class:`.ppgsl_sparse.SparseFeatures`)
+    when mostly zeros, the identity when the graph has no features (PolBlogs [R]), else a
+    dense tensor."""
     import torch
+
+    from .ppgsl_sparse import SparseFeatures
 
     n = x.shape[0]
     if x.shape[1] == 0:
         idx = torch.arange(n)
-        return torch.sparse_coo_tensor(
-            torch.stack([idx, idx]), torch.ones(n), (n, n), device=device, check_invariants=True
-        ).coalesce()
+        return SparseFeatures(
+            torch.sparse_coo_tensor(
+                torch.stack([idx, idx]), torch.ones(n), (n, n), check_invariants=True
+            ).to(device)
+        )
     x = np.asarray(x, dtype=np.float32)
     if np.count_nonzero(x) < 0.1 * x.size:
         rows, cols = np.nonzero(x)
         idx = torch.as_tensor(np.stack([rows, cols]), dtype=torch.int64)
-        return torch.sparse_coo_tensor(
-            idx, torch.as_tensor(x[rows, cols]), x.shape, device=device, check_invariants=True
-        ).coalesce()
+        return SparseFeatures(
+            torch.sparse_coo_tensor(
+                idx, torch.as_tensor(x[rows, cols]), x.shape, check_invariants=True
+            ).to(device)
+        )
     return torch.as_tensor(x, device=device)
 
 
@@ -178,6 +272,7 @@ def learn(
 
     dev = torch.device(device)
     pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
+    progress.stage(f"PPGSL: {len(pairs_np)} parameterised pairs, {len(sensitive)} sensitive links")
     with cpu_threads(num_threads if dev.type == "cpu" else None):
         pairs = torch.as_tensor(pairs_np, device=dev)
         sens = torch.as_tensor(sensitive, device=dev)
@@ -198,21 +293,28 @@ def learn(
             "movable": [],
         }
         model: Surrogate | None = None
-        for step in range(p.ppgsl_epochs):
+        retrains = -(-p.ppgsl_epochs // mu)
+        for step in progress.steps(range(p.ppgsl_epochs), "PPGSL learner step"):
             if step % mu == 0:  # SITP: a fresh surrogate, trained on the current A′ (detached)
+                progress.stage(
+                    f"PPGSL surrogate {step // mu + 1}/{retrains}: {p.ppgsl_attack_epochs} epochs"
+                )
                 model = Surrogate(xt.shape[1], gen, dev)
-                opt = torch.optim.Adam(model.parameters(), lr=p.ppgsl_attack_lr)
+                opt = torch.optim.Adam(
+                    model.parameters(), lr=p.ppgsl_attack_lr, **_adam_kernel(dev)
+                )
                 w_fix = theta.detach().clamp(0.0, 1.0)
                 support = w_fix > 0
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
                 target = torch.cat([w_pos, torch.zeros(len(pos), device=dev)])
+                fixed = prop.fixed(w_fix)  # Â is constant over the N₁ epochs
                 loss = torch.zeros(())
-                for _ in range(p.ppgsl_attack_epochs):
-                    neg = torch.as_tensor(
-                        sample_free_pairs(n, len(pos), taken, neg_rng), device=dev
-                    )
-                    z = encode(model, _mm(xt, model.weights[0]), prop, w_fix)
+                for _ in progress.steps(
+                    range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
+                ):
+                    neg = torch.as_tensor(fresh_negatives(n, len(pos), taken, neg_rng), device=dev)
+                    z = encode(model, _mm(xt, model.weights[0]), fixed, w_fix)
                     prob = link_prob(z, torch.cat([pos, neg])).clamp(1e-7, 1 - 1e-7)
                     half = len(pos)
                     loss = F.binary_cross_entropy(prob[:half], target[:half]) + (
@@ -250,7 +352,18 @@ def learn(
     return Learned(pairs_np, original_np, weights, log)
 
 
-def _mm(x: Any, w: Any) -> Any:
-    import torch
+def _adam_kernel(dev: Any) -> dict[str, Any]:
+    """Adam's fused kernel where torch has it for the device (one pass over W₁'s 368 k entries
+    on Cora-ML instead of a dozen; the same update up to rounding)."""
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+    except ImportError:  # pragma: no cover (torch < 2.4)
+        return {}
+    return {"fused": True} if dev.type in _get_fused_kernels_supported_devices() else {}
 
-    return torch.sparse.mm(x, w) if x.is_sparse else x @ w
+
+def _mm(x: Any, w: Any) -> Any:
+    """X·W for a :func:`feature_matrix` X."""
+    from .ppgsl_sparse import SparseFeatures
+
+    return x.matmul(w) if isinstance(x, SparseFeatures) else x @ w

@@ -6,6 +6,7 @@ links E_s and as many true non-links, then one of:
     python docs/reproduction/ppgsl/diagnose.py grad              # |∂L_priv/∂θ| at θ = A
     python docs/reproduction/ppgsl/diagnose.py learn --alpha 0.005 [--n1 100] [--project]
     python docs/reproduction/ppgsl/diagnose.py floors            # what any structure leaves
+    python docs/reproduction/ppgsl/diagnose.py floor50 --alpha 0.01 --n1 500   # issue 34
 
 ``grad``: one surrogate trained N₁ epochs on the public graph; the per-entry privacy gradient
 (mean and sum over E_s) against the utility pull 2α at |A − A′| = 0.5. ``learn``: the real
@@ -13,7 +14,11 @@ learner (``ppgsl.learn``) with, at each retrain, a fresh surrogate's AUC on E_s 
 entries still inside [0, 1]; then the Bernoulli release's protected GAE-cosine and CN AUC and
 a link-prediction proxy (GAE cosine on the hidden links). ``floors``: the same attacks on the
 public graph, on it less every edge at a sensitive endpoint, and on a uniform random graph,
-against uniform and degree-matched non-links. Single-threaded; about a minute each here.
+against uniform and degree-matched non-links. ``floor50`` (issue 34): the real learner at the
+paper's settings, then GAE+sim on the protected links of the release and of the public graph
+with the true features (the ``attack`` metric's GAE), without features (structure only: the
+GAE's random input) and with the features shuffled between nodes. Single-threaded; about a
+minute each here (``floor50`` at N₁ = 500: a few minutes).
 """
 
 from __future__ import annotations
@@ -143,7 +148,7 @@ def cmd_learn(c: Cora, args: argparse.Namespace) -> None:
               f"({time.time() - start:.0f} s)", flush=True)  # fmt: skip
 
     learned = pg.learn(
-        c.public, c.sens, c.x, c.n, p, 0, project=args.project, on_retrain=on_retrain
+        c.public, c.sens, c.x, c.n, pg.Params(p), 0, project=args.project, on_retrain=on_retrain
     )
     print("  entries inside [0, 1] at each retrain:", learned.log["movable"])
     draw = np.random.default_rng(5).random(len(learned.weights))
@@ -175,9 +180,43 @@ def cmd_floors(c: Cora, _args: argparse.Namespace) -> None:
     print("uniform random graph, |E| edges:", attacks(c, random))
 
 
+def gae_variants(c: Cora, edges: np.ndarray) -> dict:
+    """GAE+sim's protected-link AUC on ``edges`` with three inputs, and the LP proxy (GAE
+    cosine with the true features on the hidden links)."""
+    perm = np.random.default_rng(11).permutation(c.n)
+    inputs = {
+        "true features": c.x,
+        "no features": np.zeros((c.n, 0), dtype=np.float32),
+        "shuffled features": c.x[perm],
+    }
+    out = {}
+    for name, x in inputs.items():
+        emb = gae_embedding(edges, x, 0)
+        out[name] = roc_auc(c.labels, pair_cosine(emb, c.targets))
+        if name == "true features":
+            hidden, hidden_labels = c.held.pairs()
+            out["lp proxy"] = roc_auc(hidden_labels, pair_cosine(emb, hidden))
+    out["feature cosine"] = roc_auc(c.labels, pair_cosine(c.x, c.targets))
+    out["cn"] = roc_auc(c.labels, structural_scores(edges_to_csr(edges, c.n), c.targets)["cn"])
+    return {k: round(float(v), 3) for k, v in out.items()}
+
+
+def cmd_floor50(c: Cora, args: argparse.Namespace) -> None:
+    p = {q.name: q.default for q in pg.PARAMS}
+    p.update(ppgsl_alpha=args.alpha, ppgsl_attack_epochs=args.n1, ppgsl_epochs=args.n2)
+    start = time.time()
+    learned = pg.learn(c.public, c.sens, c.x, c.n, pg.Params(p), 0)
+    draw = np.random.default_rng(5).random(len(learned.weights))
+    released = canonical_edges(learned.pairs[draw < learned.weights], c.n)
+    print(f"alpha {args.alpha:g}, N1 {args.n1}: learned in {time.time() - start:.0f} s, "
+          f"{len(released)} edges released", flush=True)  # fmt: skip
+    print("  public graph (no defence):", gae_variants(c, c.public), flush=True)
+    print("  PPGSL release:", gae_variants(c, released), f"{time.time() - start:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("grad", "learn", "floors"))
+    parser.add_argument("command", choices=("grad", "learn", "floors", "floor50"))
     parser.add_argument("--alpha", type=float, default=0.005)
     parser.add_argument("--reduction", choices=("sum", "mean"), default="sum")
     parser.add_argument("--n1", type=int, default=100, help="surrogate epochs (paper: 500)")
@@ -186,7 +225,8 @@ def main() -> None:
     parser.add_argument("--project", action="store_true", help="clamp θ into [0, 1] each step")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    {"grad": cmd_grad, "learn": cmd_learn, "floors": cmd_floors}[args.command](Cora(), args)
+    commands = {"grad": cmd_grad, "learn": cmd_learn, "floors": cmd_floors, "floor50": cmd_floor50}
+    commands[args.command](Cora(), args)
 
 
 if __name__ == "__main__":
