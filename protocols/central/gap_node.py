@@ -39,20 +39,32 @@ from .gap import GapModel, adjacency, noisy_sum, normalise_rows
 from .gap_params import NODE_PARAMS
 
 
-def bounded_edges(
-    edges: np.ndarray, uploaded: np.ndarray, max_degree: int, rng: np.random.Generator
-) -> np.ndarray:
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 (wrapping arithmetic): a keyed hash to uniform bits."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def pair_priorities(src: np.ndarray, dst: np.ndarray, key: int) -> np.ndarray:
+    """A uniform 64-bit priority for each directed pair (u, w), a function of (key, u, w)
+    alone: the same pair gets the same priority whatever else is in the edge list."""
+    with np.errstate(over="ignore"):
+        k = _mix(np.asarray([key], dtype=np.uint64))
+        return _mix(_mix(k ^ src.astype(np.uint64)) ^ dst.astype(np.uint64))
+
+
+def bounded_edges(edges: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int) -> np.ndarray:
     """The kept canonical edges: {u, w} with both endpoints uploaded and each among the other's
-    ``max_degree`` lowest-priority reported neighbours (priorities drawn per directed pair, in
-    the order of the reported edge list, so they do not depend on who uploaded)."""
+    ``max_degree`` lowest-priority neighbours (:func:`pair_priorities` under ``key``)."""
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     e = e[e[:, 0] != e[:, 1]]
     m = len(e)
     if m == 0:
         return e
     src = np.concatenate([e[:, 0], e[:, 1]])
-    pri = rng.random(2 * m)
-    order = np.lexsort((pri, src))
+    dst = np.concatenate([e[:, 1], e[:, 0]])
+    order = np.lexsort((pair_priorities(src, dst, key), src))
     sorted_src = src[order]
     start = np.searchsorted(sorted_src, sorted_src, side="left")
     rank = np.empty(2 * m, dtype=np.int64)
@@ -221,8 +233,8 @@ class GapNode(CentralStrategy):
         enc = dp_fit(enc, x, y, slots_t, present_t, plan, z, p, gen, "encoder epoch")
         with torch.no_grad():
             h0 = forward(enc, x, upto=2).cpu().numpy().astype(np.float64)
-        kept = bounded_edges(graph.edges, uploaded, p.gap_max_degree,
-                             stage_rng(seed, f"{self.name}/degree"))  # fmt: skip
+        key = stage_seed(seed, f"{self.name}/degree")
+        kept = bounded_edges(graph.edges, uploaded, p.gap_max_degree, key)
         adj = adjacency(kept, n, uploaded)
         rng = stage_rng(seed, f"{self.name}/agg")
         hops = [normalise_rows(h0)]
