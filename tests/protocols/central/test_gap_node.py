@@ -148,7 +148,7 @@ def test_release_is_seeded_node_level_and_silent_at_training_nodes():
     assert privacy["parts"][0]["max_degree"] == 10
 
 
-def test_training_nodes_carry_no_prediction_and_degree_is_bounded():
+def test_training_nodes_carry_no_prediction_degree_is_bounded_and_progress_is_said():
     from ldpgraph.protocols.base import RoundResult
     from ldpgraph.protocols.types import NodeView
     from ldpgraph.simulation.datasets import synthetic_graph
@@ -168,7 +168,12 @@ def test_training_nodes_carry_no_prediction_and_degree_is_bounded():
         )
         for v in range(graph.num_nodes)
     }
-    rel = strategy.server_step(0, RoundResult(reports), curator_for(graph, split), 0)
+    from ldpgraph.protocols import progress
+
+    said: list[str] = []
+    with progress.listening(said.append):
+        rel = strategy.server_step(0, RoundResult(reports), curator_for(graph, split), 0)
+    assert {"encoder epoch 2/2", "aggregation hop 2/2", "classifier epoch 2/2"} <= set(said)
     assert (rel.model.predict(split.train) == -1).all()
     assert (rel.model.predict(split.test) >= 0).all()
     assert 0 < rel.stats["aggregated_edges"] <= graph.num_nodes  # ≤ n·D/2
