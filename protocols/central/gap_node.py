@@ -1,12 +1,12 @@
 """GAP at node level (central DP; Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez, USENIX
-Security 2023, §5): gap-edge's three modules (:mod:`.gap`) with every part that reads a node's
-upload made node-private.
+Security 2023, its node-level variant GAP-NDP): gap-edge's three modules (:mod:`.gap`) with
+every part that reads a node's upload made node-private.
 
-1. **Degree bound** (§5's maximum-degree bound, made stable): every node u draws a random
-   priority for each neighbour on its report and *proposes* to the D lowest; the curator keeps
-   an edge {u, w} when both uploaded and each proposed to the other. Proposals are made over
-   the reported neighbour lists, which do not depend on whether some other node uploaded, so
-   one node's upload adds or removes only its own kept edges (at most D): no other node's
+1. **Degree bound** (the paper's maximum-degree bound, made stable): every node u gives each
+   neighbour a priority (a keyed hash of the pair) and *proposes* to the D lowest; the curator
+   keeps an edge {u, w} when both uploaded and each proposed to the other. Proposals are made
+   over the reported neighbour lists, which do not depend on whether some other node uploaded,
+   so one node's upload adds or removes only its own kept edges (at most D): no other node's
    neighbourhood is re-drawn (:func:`bounded_edges`).
 2. **Encoder** (§4.1) trained by DP-SGD over the training slots (one example = one node's
    features and label), per-node clipping, Poisson sampling (:mod:`.dpsgd`).

@@ -1,6 +1,6 @@
-"""gap-node's accounting (Sajadmanesh et al., USENIX Security 2023, §5 "node-level privacy";
-the proof as run is docs/privacy/gap.md, section "gap-node"): one dp-accounting event for the
-whole release, calibrated to the requested ε by a search over one noise multiplier z.
+"""gap-node's accounting (Sajadmanesh et al., USENIX Security 2023, its node-level variant
+GAP-NDP; the proof as run is docs/privacy/gap.md, section "gap-node"): one dp-accounting event
+for the whole release, calibrated to the requested ε by a search over one noise multiplier z.
 
 The release composes, adaptively, three mechanisms on the same data:
 
