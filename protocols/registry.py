@@ -65,6 +65,7 @@ BUILTIN: dict[str, str] = {
     "dpar-nodp": _CENTRAL + "dpar:Dpar",
     "dpar-features": _CENTRAL + "dpar:Dpar",
     "gap-edge": _CENTRAL + "gap:GapEdge",
+    "gap-node": _CENTRAL + "gap_node:GapNode",
     "dpggan": _CENTRAL + "dpggan:DpgGan",
     "dpgvae": _CENTRAL + "dpggan:DpgGan",
     "ppgsl": _CENTRAL + "ppgsl:Ppgsl",

@@ -19,6 +19,8 @@ Why each design (the power of a row is what its planted variant shows):
   probe outside the training nodes. Every feature is the same, the class-1 training nodes have
   a neighbour and the class-0 ones none, so only the perturbed aggregate separates the classes;
   the statistic is the probe's predicted class (class 1 when its aggregate carries node 1's row).
+  ``gap-node``: the same design at node level, the differing unit a training node whose only
+  neighbour is the probe (its upload present vs absent).
 * **node-level, graph release** (``privdpr``, bounded: replace one node): node 0 is joined to
   {1, 2} in D₀ and to {3, 4} in D₁; the statistic is how much closer node 0's released
   embedding row lies to 1, 2 than to 3, 4 (the release's features are the private V), plus the
@@ -173,6 +175,39 @@ GAP_SMALL = {"epsilon": 0.5, "gap_hops": 1, "gap_embed": 4, "gap_hidden": 8,
              "gap_encoder_epochs": 5, "gap_epochs": 60, "gap_lr": 0.05}  # fmt: skip
 
 
+#: The gap-node pair: probe 0 (not a training node) reports one neighbour, the training node
+#: v (class 1, the last node); training nodes of class 1 joined in GAP_NODE_PAIRS pairs,
+#: GAP_NODE_ISOLATED of class 0 isolated; every feature the same (only the perturbed aggregate
+#: separates the classes). D₁: v uploads (its features, label and report); D₀: it does not
+#: (the probe's report of the edge stays: it is the probe's data).
+GAP_NODE_PAIRS, GAP_NODE_ISOLATED = 4, 12
+
+
+def gap_node_worlds() -> tuple[World, World]:
+    ones = 2 * GAP_NODE_PAIRS
+    n = 2 + ones + GAP_NODE_ISOLATED
+    v = n - 1
+    x = np.ones((n, 1), dtype=np.float32)
+    train = np.arange(1, n)
+    labels = np.full(n, -1, dtype=np.int64)
+    labels[1 : 1 + ones], labels[1 + ones : v], labels[v] = 1, 0, 1
+    edges = [(1 + 2 * i, 2 + 2 * i) for i in range(GAP_NODE_PAIRS)] + [(0, v)]
+    up = np.ones(n, dtype=bool)
+    up[v] = False
+    x0, labels0 = x.copy(), labels.copy()
+    x0[v], labels0[v] = 0.0, -1
+    without = World(_graph(edges, x0, up), _curator(n, 1, labels0, train))
+    return without, World(_graph(edges, x), _curator(n, 1, labels, train))
+
+
+#: Full batches (q = 1), D = 1, five epochs (ten DP-SGD steps and one hop: the planted run's
+#: noise stays small at ε = 100), a wide embedding (a random direction rarely looks like the
+#: neighbours'): one release in ~0.1 s on an idle core.
+GAP_NODE_SMALL = {"epsilon": 0.5, "gap_hops": 1, "gap_embed": 16, "gap_hidden": 16,
+                  "gap_max_degree": 1, "gap_sgd_epochs": 5, "gap_batch_size": 64,
+                  "gap_lr": 0.1}  # fmt: skip
+
+
 # --------------------------------------------------------------------------- PrivDPR
 
 PRIVDPR_N = 8
@@ -276,6 +311,14 @@ def _cases() -> dict[str, CentralCase]:
             "edge (0, 1) present vs absent (node 0 a probe outside the training nodes)",
             "prediction at the probe is class 1 (the class of the training nodes with a "
             "neighbour)", gap_worlds, gap_probe_is_class_1, 200,
+        ),
+        CentralCase(
+            "gap-node", "gap-node", GAP_NODE_SMALL, {**GAP_NODE_SMALL, "epsilon": 100.0},
+            "gap-node run at --epsilon 100, claiming the headline of --epsilon 0.5",
+            "training node v added/removed (its upload: features, label, report); its one "
+            "neighbour is a probe outside the training nodes",
+            "prediction at the probe is class 1 (the class of the training nodes with a "
+            "neighbour)", gap_node_worlds, gap_probe_is_class_1, 200,
         ),
         _dpg("dpggan"),
         _dpg("dpgvae"),

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .. import progress
 from ..base import CuratorView
 from ..params import Params
 from ..registry import register
@@ -66,7 +67,7 @@ def perturbed_hops(
 ) -> list[np.ndarray]:
     """[H₀, H₁, …, H_K]: each hop aggregates the previous *released* hop (§4.2)."""
     out = [normalise_rows(h0)]
-    for _ in range(hops):
+    for _ in progress.steps(range(hops), "aggregation hop", total=hops):
         out.append(normalise_rows(noisy_sum(adj, out[-1], sigma, rng)))
     return out
 
@@ -107,12 +108,14 @@ def _forward(params: list[Any], x: Any, upto: int | None = None) -> Any:
     return x
 
 
-def _fit(params: list[Any], x: Any, y: Any, train: Any, epochs: int, lr: float) -> None:
-    """Full-batch Adam on the cross-entropy of the training rows."""
+def _fit(
+    params: list[Any], x: Any, y: Any, train: Any, epochs: int, lr: float, label: str = "epoch"
+) -> None:
+    """Full-batch Adam on the cross-entropy of the training rows (progress: ``label i/n``)."""
     import torch
 
     opt = torch.optim.Adam(params, lr=lr)
-    for _ in range(epochs):
+    for _ in progress.steps(range(epochs), label, total=epochs):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(_forward(params, x[train]), y[train])
         loss.backward()
@@ -171,7 +174,7 @@ class GapEdge(CentralStrategy):
         tr = torch.as_tensor(train, device=device)
         dims = [graph.num_features, p.gap_hidden, p.gap_embed, classes]
         encoder = _mlp(dims, gen, device)
-        _fit(encoder, x, y, tr, p.gap_encoder_epochs, p.gap_lr)
+        _fit(encoder, x, y, tr, p.gap_encoder_epochs, p.gap_lr, "encoder epoch")
         with torch.no_grad():
             h0 = _forward(encoder, x, upto=2).cpu().numpy().astype(np.float64)
         report = self.privacy_report()
@@ -181,7 +184,7 @@ class GapEdge(CentralStrategy):
         z = torch.as_tensor(np.concatenate(hops, axis=1), dtype=torch.float32, device=device)
         dims = [z.shape[1], p.gap_hidden, classes]
         classifier = _mlp(dims, gen, device)
-        _fit(classifier, z, y, tr, p.gap_epochs, p.gap_lr)
+        _fit(classifier, z, y, tr, p.gap_epochs, p.gap_lr, "classifier epoch")
         with torch.no_grad():
             pred = _forward(classifier, z).argmax(1).cpu().numpy()
         is_train = np.zeros(n, dtype=bool)

@@ -43,3 +43,35 @@ EDGE_PARAMS = (
     GAP_EPSILON, GAP_DELTA, GAP_CONVENTION, GAP_ACCOUNTANT, GAP_HOPS, GAP_EMBED, GAP_HIDDEN,
     GAP_ENCODER_EPOCHS, GAP_EPOCHS, GAP_LR,
 )  # fmt: skip
+
+# --- gap-node (node level) ----------------------------------------------------------------
+
+GAP_NODE_EPSILON = EPSILON.but(
+    help="node-level ε of the whole release (encoder DP-SGD, K perturbed aggregations, "
+    "classifier DP-SGD composed by dp-accounting): the proven bound"
+)
+GAP_MAX_DEGREE = Param(
+    "gap_max_degree", int, 10,
+    "D: each node keeps at most D neighbours (mutual lowest random priorities); the "
+    "aggregation's node-level sensitivity is √D [P]", low=1,
+)  # fmt: skip
+GAP_SGD_EPOCHS = Param(
+    "gap_sgd_epochs", int, 10,
+    "gap-node: DP-SGD epochs of the encoder and of the classifier (steps = epochs·⌈N/B⌉, "
+    "N the training slots) [I]", low=1,
+)  # fmt: skip
+GAP_BATCH_SIZE = Param(
+    "gap_batch_size", int, 256,
+    "gap-node: DP-SGD expected batch size B (Poisson rate B/N over the training slots) [I]",
+    low=1,
+)  # fmt: skip
+GAP_CLIP = Param(
+    "gap_clip", float, 1.0, "gap-node: DP-SGD per-node gradient clip C [I]", low=0.0,
+    low_open=True,
+)  # fmt: skip
+
+#: The parameters of ``gap-node``, in the order listings show them.
+NODE_PARAMS = (
+    GAP_NODE_EPSILON, GAP_DELTA, GAP_ACCOUNTANT, GAP_MAX_DEGREE, GAP_HOPS, GAP_EMBED,
+    GAP_HIDDEN, GAP_SGD_EPOCHS, GAP_BATCH_SIZE, GAP_CLIP, GAP_LR,
+)  # fmt: skip

@@ -1,0 +1,268 @@
+"""GAP at node level (central DP; Sajadmanesh, Shamsabadi, Bellet, Gatica-Perez, USENIX
+Security 2023, its node-level variant GAP-NDP): gap-edge's three modules (:mod:`.gap`) with
+every part that reads a node's upload made node-private.
+
+1. **Degree bound** (the paper's maximum-degree bound, made stable): every node u gives each
+   neighbour a priority (a keyed hash of the pair) and *proposes* to the D lowest; the curator
+   keeps an edge {u, w} when both uploaded and each proposed to the other. Proposals are made
+   over the reported neighbour lists, which do not depend on whether some other node uploaded,
+   so one node's upload adds or removes only its own kept edges (at most D): no other node's
+   neighbourhood is re-drawn (:func:`bounded_edges`).
+2. **Encoder** (§4.1) trained by DP-SGD over the training slots (one example = one node's
+   features and label), per-node clipping, Poisson sampling (:mod:`.dpsgd`).
+3. **Aggregation perturbation** (§4.2) on the bounded graph: per hop, one node's upload moves at
+   most D rows other than its own by a unit vector, sensitivity √D, σ = z·√D.
+4. **Classifier** (§4.3) trained by DP-SGD on [H₀ ‖ … ‖ H_K] of the training slots.
+
+One noise multiplier z for all three, calibrated so that dp-accounting's ε of the composed
+event equals the request (:mod:`.gap_node_privacy`; proof docs/privacy/gap.md). Training nodes
+get no class in the release (−1): their prediction would read their own raw features.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import progress
+from ..base import CuratorView
+from ..params import Params
+from ..registry import register
+from ..rng import stage_rng, stage_seed
+from ..torch_env import auto_device, one_cpu_thread
+from ..types import PrivacyReport, Release
+from . import gap_node_privacy as gnp
+from .base import CentralStrategy, UploadedGraph
+from .gap import GapModel, adjacency, noisy_sum, normalise_rows
+from .gap_params import NODE_PARAMS
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 (wrapping arithmetic): a keyed hash to uniform bits."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def pair_priorities(src: np.ndarray, dst: np.ndarray, key: int) -> np.ndarray:
+    """A uniform 64-bit priority for each directed pair (u, w), a function of (key, u, w)
+    alone: the same pair gets the same priority whatever else is in the edge list."""
+    with np.errstate(over="ignore"):
+        k = _mix(np.asarray([key], dtype=np.uint64))
+        return _mix(_mix(k ^ src.astype(np.uint64)) ^ dst.astype(np.uint64))
+
+
+def bounded_edges(edges: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int) -> np.ndarray:
+    """The kept canonical edges: {u, w} with both endpoints uploaded and each among the other's
+    ``max_degree`` lowest-priority neighbours (:func:`pair_priorities` under ``key``)."""
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    e = e[e[:, 0] != e[:, 1]]
+    m = len(e)
+    if m == 0:
+        return e
+    src = np.concatenate([e[:, 0], e[:, 1]])
+    dst = np.concatenate([e[:, 1], e[:, 0]])
+    order = np.lexsort((pair_priorities(src, dst, key), src))
+    sorted_src = src[order]
+    start = np.searchsorted(sorted_src, sorted_src, side="left")
+    rank = np.empty(2 * m, dtype=np.int64)
+    rank[order] = np.arange(2 * m) - start
+    proposed = rank < max_degree
+    up = np.asarray(uploaded, dtype=bool)
+    keep = proposed[:m] & proposed[m:] & up[e[:, 0]] & up[e[:, 1]]
+    return e[keep]
+
+
+def _mlp(dims: list[int], gen: Any, device: str) -> dict[str, Any]:
+    """Weights and biases uniform ±1/√fan_in (torch's default), as a dict for torch.func."""
+    import torch
+
+    params = {}
+    for i, (fan_in, fan_out) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        bound = fan_in**-0.5
+        params[f"w{i}"] = (
+            torch.rand((fan_in, fan_out), generator=gen, device=device) * 2 - 1
+        ) * bound
+        params[f"b{i}"] = (torch.rand((fan_out,), generator=gen, device=device) * 2 - 1) * bound
+    return params
+
+
+def forward(params: dict[str, Any], x: Any, upto: int | None = None) -> Any:
+    """The MLP's output (ReLU between layers); ``upto``: the first layers only, the last of
+    them without ReLU (gap-edge's embedding)."""
+    import torch
+
+    layers = len(params) // 2
+    stop = layers if upto is None else upto
+    for i in range(stop):
+        x = x @ params[f"w{i}"] + params[f"b{i}"]
+        if i < stop - 1:
+            x = torch.relu(x)
+    return x
+
+
+def example_loss(params: dict[str, Any], x: Any, y: Any) -> Any:
+    """Cross-entropy of one node's example (the unit DP-SGD clips)."""
+    import torch
+
+    return torch.nn.functional.cross_entropy(forward(params, x[None]), y[None])
+
+
+def clipped_sum(params: dict[str, Any], batch: tuple[Any, ...], clip: float):
+    """Σ_i ḡ_i of the MLP's per-node gradients clipped to ℓ2 ≤ ``clip``, in closed form (a
+    linear layer's per-example gradient is aᵢ⊗gᵢ, of norm ‖aᵢ‖·‖gᵢ‖: no B×d×h tensor), and the
+    norms before clipping. Equal to :func:`.dpsgd.generic_clipped_sum` of :func:`example_loss`
+    (a test holds it); an all-absent batch sums to zero."""
+    import torch
+
+    x, y = batch
+    if x.shape[0] == 0:
+        return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)
+    layers = len(params) // 2
+    inputs, pre = [], []
+    a = x
+    for i in range(layers):
+        inputs.append(a)
+        z = a @ params[f"w{i}"] + params[f"b{i}"]
+        pre.append(z)
+        a = torch.relu(z) if i < layers - 1 else z
+    loss = torch.nn.functional.cross_entropy(a, y, reduction="sum")
+    grads = torch.autograd.grad(loss, pre)  # row i: ∂loss_i/∂z_i (z_i reaches loss_i only)
+    squares = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
+    for a_in, g in zip(inputs, grads, strict=True):
+        squares = squares + (a_in.pow(2).sum(1) + 1.0) * g.pow(2).sum(1)
+    norms = squares.sqrt()
+    factor = 1.0 / torch.clamp(norms / clip, min=1.0)
+    out = {}
+    for i, (a_in, g) in enumerate(zip(inputs, grads, strict=True)):
+        scaled = g * factor[:, None]
+        out[f"w{i}"] = a_in.detach().T @ scaled
+        out[f"b{i}"] = scaled.sum(0)
+    return out, norms.detach()
+
+
+def dp_fit(
+    params: dict[str, Any], x: Any, y: Any, slots: Any, present: Any, plan: gnp.NodePlan,
+    z: float, p: Any, gen: Any, label: str,
+) -> dict[str, Any]:  # fmt: skip
+    """DP-SGD (Abadi et al. 2016, Alg. 1, with Adam as post-processing) of ``params`` over the
+    training ``slots``: ``plan.steps`` Poisson samples of rate q over the N slots (an absent
+    slot is sampled and holds no example), per-node clipping to C, noise std z·C on the sum,
+    divided by the public q·N. The :mod:`.dpsgd` primitives; a loop of its own so each epoch
+    can say progress."""
+    import torch
+
+    from . import dpsgd
+
+    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    opt = torch.optim.Adam(leaves.values(), lr=p.gap_lr)
+    device = str(x.device)
+    epochs = p.gap_sgd_epochs
+    per_epoch = math.ceil(plan.steps / epochs)
+    std = z * p.gap_clip
+    expected = plan.q * plan.slots
+    done = 0
+    for _ in progress.steps(range(epochs), label, total=epochs):
+        for _ in range(min(per_epoch, plan.steps - done)):
+            idx = dpsgd.poisson_sample(plan.slots, plan.q, gen, device)
+            nodes = slots[idx[present[idx]]]
+            detached = {k: v.detach().requires_grad_(True) for k, v in leaves.items()}
+            with torch.enable_grad():
+                total, _ = clipped_sum(detached, (x[nodes], y[nodes]), p.gap_clip)
+            total = {k: v.detach() for k, v in total.items()}
+            noisy = dpsgd.add_noise(total, std, gen)
+            for k, leaf in leaves.items():
+                leaf.grad = (noisy[k] / expected).to(leaf.dtype)
+            opt.step()
+            done += 1
+    return {k: v.detach() for k, v in leaves.items()}
+
+
+@register(
+    "gap-node",
+    label="GAP-NDP",
+    params=NODE_PARAMS,
+    summary="GAP (central, node DP): degree-bounded graph, DP-SGD encoder, K perturbed "
+    "aggregations, DP-SGD classifier",
+)
+class GapNode(CentralStrategy):
+    """GAP at node level (module docstring)."""
+
+    name = "gap-node"
+    kind = "model"
+
+    def __init__(self, **params: Any) -> None:
+        p = {param.name: param.default for param in NODE_PARAMS}
+        p.update(params)
+        self.p = Params(p)
+
+    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        device = auto_device(curator.device)
+        with one_cpu_thread(device):
+            return self._release(graph, curator, seed, device)
+
+    def _release(
+        self, graph: UploadedGraph, curator: CuratorView, seed: int, device: str
+    ) -> Release:
+        import torch
+
+        p = self.p
+        labels, slots = curator.labels, curator.train_nodes
+        if labels is None or slots is None or len(slots) == 0:
+            raise ValueError(f"{self.name} trains on the curator's training labels; it has none")
+        labels = np.asarray(labels, dtype=np.int64)
+        slots = np.unique(np.asarray(slots, dtype=np.int64))
+        n = graph.num_nodes
+        uploaded = np.asarray(graph.uploaded, dtype=bool)
+        present = uploaded[slots] & (labels[slots] >= 0)
+        classes = int(labels.max()) + 1  # the task's label set: public (docs/privacy/gap.md)
+        plan = gnp.NodePlan.of(len(slots), p)
+        z = gnp.calibrate(float(p.epsilon), float(p.delta), plan, p.accountant)
+        sigma = z * gnp.node_sensitivity(p.gap_max_degree)
+        gen = torch.Generator(device=device)
+        gen.manual_seed(stage_seed(seed, f"{self.name}/sgd"))
+        x_np = np.asarray(graph.x, dtype=np.float32) * uploaded[:, None]
+        x = torch.as_tensor(x_np, device=device)
+        y = torch.as_tensor(np.where(labels >= 0, labels, 0), device=device)
+        slots_t = torch.as_tensor(slots, device=device)
+        present_t = torch.as_tensor(present, device=device)
+        progress.stage(f"{self.name}: encoder DP-SGD ({plan.steps} steps)")
+        enc = _mlp([graph.num_features, p.gap_hidden, p.gap_embed, classes], gen, device)
+        enc = dp_fit(enc, x, y, slots_t, present_t, plan, z, p, gen, "encoder epoch")
+        with torch.no_grad():
+            h0 = forward(enc, x, upto=2).cpu().numpy().astype(np.float64)
+        key = stage_seed(seed, f"{self.name}/degree")
+        kept = bounded_edges(graph.edges, uploaded, p.gap_max_degree, key)
+        adj = adjacency(kept, n, uploaded)
+        rng = stage_rng(seed, f"{self.name}/agg")
+        hops = [normalise_rows(h0)]
+        for _ in progress.steps(range(p.gap_hops), "aggregation hop", total=p.gap_hops):
+            hops.append(normalise_rows(noisy_sum(adj, hops[-1], sigma, rng)))
+        zin = torch.as_tensor(np.concatenate(hops, axis=1), dtype=torch.float32, device=device)
+        progress.stage(f"{self.name}: classifier DP-SGD ({plan.steps} steps)")
+        cls = _mlp([zin.shape[1], p.gap_hidden, classes], gen, device)
+        cls = dp_fit(cls, zin, y, slots_t, present_t, plan, z, p, gen, "classifier epoch")
+        with torch.no_grad():
+            pred = forward(cls, zin).argmax(1).cpu().numpy()
+        is_train = np.zeros(n, dtype=bool)
+        is_train[slots] = True
+        weights = {k: v.detach().cpu().numpy() for k, v in cls.items()}
+        model = GapModel(weights, np.where(is_train | ~uploaded, -1, pred))
+        report = self.privacy_report(slots=len(slots))
+        stats = {
+            "training_nodes": int(present.sum()),
+            "training_slots": int(len(slots)),
+            "aggregated_edges": int(len(kept)),
+            "hops": int(p.gap_hops),
+            "sigma": float(sigma),
+            "noise_multiplier": float(z),
+        }
+        return Release.of_model(model, n, report, stats)
+
+    def privacy_report(
+        self, num_features: int | None = None, *, slots: int | None = None, **_: Any
+    ) -> PrivacyReport:
+        """Node-level (ε, δ) (docs/privacy/gap.md, gap-node); before a release the target."""
+        return gnp.privacy_report(self.name, self.p, slots)
