@@ -15,7 +15,7 @@ locality-sensitive hashing instead (Broder, "On the resemblance and containment 
   (:func:`plan_bands`). Where only identical rows can pass, one band keyed by the whole row is
   exact (recall 1).
 * a bucket gives every pair in it while the band's pairs stay within a budget
-  (:data:`LSH_PAIR_BUDGET` over the bands; buckets of up to :data:`LSH_BUCKET` rows always do);
+  (:func:`pair_budget` over the bands; buckets of up to :data:`LSH_BUCKET` rows always do);
   larger buckets (thousands of near-identical short rows) give each row its next
   :data:`LSH_RING` rows in a random order, so a band's candidates are at most about
   budget/b + (LSH_BUCKET + LSH_RING)·n. That is what the join loses: the pairs of over-full
@@ -44,16 +44,18 @@ JOINS = ("auto", "exact", "lsh")
 #: ``auto`` leaves the exact join when its all-pairs products exceed this many multiply-adds
 #: (2·10^12: n ≈ 2.5·10^5 at d = 64; minutes on two cores) ...
 EXACT_PRODUCTS_BUDGET = 2e12
-#: ... or when the identical-rows join would return more pairs than this.
-EXACT_PAIRS_BUDGET = 2e8
+#: ... or when the identical-rows join would return more pairs than this (10^7: ~10^5 rows of
+#: 64 bits from the SBM at ε_f = 8; 10^6 such rows have 1.4·10^8 identical pairs).
+EXACT_PAIRS_BUDGET = 1e7
 #: The recall targeted for a pair of equal-size rows at cosine exactly t.
 LSH_RECALL = 0.95
 #: The most bands the planner uses (each costs r MinHash passes and one grouping).
 LSH_MAX_BANDS = 32
 #: Buckets of up to this many rows always contribute every pair; larger ones too, smallest
-#: first, while a band's pairs stay within LSH_PAIR_BUDGET / bands ...
+#: first, while a band's pairs stay within max(LSH_PAIR_BUDGET, LSH_PAIRS_PER_ROW·n) / bands
 LSH_BUCKET = 64
-LSH_PAIR_BUDGET = 1e8
+LSH_PAIR_BUDGET = 1e7
+LSH_PAIRS_PER_ROW = 2
 #: ... and the rest give each row its next this many rows (in the bucket's random order).
 LSH_RING = 2
 
@@ -152,10 +154,16 @@ def lsh_join(
         r, b = 0, 1
     else:
         r, b = plan_bands(t, recall)
-    joiner = LshJoin(features, t, r, int(seed), LSH_PAIR_BUDGET / b)
+    joiner = LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b)
     parts = list(steps(map_blocks(joiner.band, list(range(b))), "similarity join: LSH band", b))
     key = np.unique(np.concatenate([i * features.num_rows + j for i, j in parts]))
     return key // features.num_rows, key % features.num_rows
+
+
+def pair_budget(num_rows: int) -> float:
+    """The full-bucket pairs of one join, over all its bands: max(:data:`LSH_PAIR_BUDGET`,
+    :data:`LSH_PAIRS_PER_ROW`·n), so the join's output grows linearly in n at scale."""
+    return max(LSH_PAIR_BUDGET, LSH_PAIRS_PER_ROW * num_rows)
 
 
 def bucket_pairs(

@@ -1,0 +1,92 @@
+"""The LSH similarity join held to the exact one: the same reports, two joins, edges and accuracy.
+
+For each ε and μ setting, ``bench_scale.py``'s pipeline (synthetic SBM, local backend, GCN) runs
+once with ``--join exact`` and once with ``--join lsh`` on the same seed, so collection and
+every reported pair are the same and only the (0,0) join differs. Printed: the (0,0) threshold
+regime, the edges of each, the share of the exact edges the LSH release keeps (recovery), the
+edges it adds (none: candidates are verified), both test accuracies and the features-only floor.
+
+    python benchmarks/bench_join.py                                   # n = 10^5, ε = 8, 16
+    python benchmarks/bench_join.py --sizes 20000 --mus 1,0.5 --epochs 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_scale  # noqa: E402
+
+
+def scale_args(n: int, eps: float, mu: float, join: str, out: str, args) -> argparse.Namespace:
+    """bench_scale's arguments for one run (its defaults, this benchmark's choices)."""
+    return argparse.Namespace(
+        sizes=[n], protocol="hogs-arr", epsilon=eps, feature_share=0.5, tau="0.5",
+        steps=1, epochs=args.epochs, device="cpu", classes=5, avg_degree=10.0, d=args.d,
+        feature_density=0.05, workers=None, old_max=0, stages="all", no_scan=True,
+        repeat=1, json=True, join=join, no_floor=join == "lsh", edges_out=out, mu=mu,
+    )  # fmt: skip
+
+
+def keys(path: str, n: int) -> np.ndarray:
+    edges = np.load(path)
+    return np.unique(edges[:, 0].astype(np.int64) * n + edges[:, 1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--epsilons", default="8,16")
+    ap.add_argument("--mus", default="1", help="hogs-arr's mu cap (report cap at its default)")
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--d", type=int, default=64)
+    args = ap.parse_args()
+    print(
+        f"hogs-arr, synthetic SBM, d = {args.d}, split 0.5, τ = 0.5, {args.epochs} GCN epochs; "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    head = (
+        f"{'n':>8} {'ε':>4} {'μ':>6} {'exact edges':>12} {'lsh edges':>10} {'recovery':>9} "
+        f"{'added':>6} {'acc exact':>9} {'acc lsh':>8} {'floor':>6} {'recon exact':>11} "
+        f"{'recon lsh':>9}"
+    )
+    print(head)
+    print("-" * len(head), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            for eps in map(float, args.epsilons.split(",")):
+                for mu in map(float, args.mus.split(",")):
+                    rec = {}
+                    for join in ("exact", "lsh"):
+                        out = os.path.join(tmp, f"{join}-{eps:g}-{mu:g}")
+                        rec[join] = bench_scale.run_child(
+                            n, "new", scale_args(n, eps, mu, join, out, args)
+                        )
+                        rec[join]["path"] = f"{out}-{n}.npy"
+                    if any("error" in r for r in rec.values()):
+                        print(f"{n:>8} {eps:>4g} {mu:>6g} failed: {rec}", flush=True)
+                        continue
+                    ex, ap_ = keys(rec["exact"]["path"], n), keys(rec["lsh"]["path"], n)
+                    kept = np.intersect1d(ex, ap_).size
+                    print(
+                        f"{n:>8} {eps:>4g} {rec['exact'].get('mu') or 1:>6.3g} {ex.size:>12} "
+                        f"{ap_.size:>10} {kept / max(ex.size, 1):>9.4f} {ap_.size - kept:>6} "
+                        f"{bench_scale.pct(rec['exact'].get('test_accuracy')):>9} "
+                        f"{bench_scale.pct(rec['lsh'].get('test_accuracy')):>8} "
+                        f"{bench_scale.pct(rec['exact'].get('floor_accuracy')):>6} "
+                        f"{rec['exact']['reconstruct_s']:>10.1f}s "
+                        f"{rec['lsh']['reconstruct_s']:>8.1f}s",
+                        flush=True,
+                    )
+
+
+if __name__ == "__main__":
+    main()
