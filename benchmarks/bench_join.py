@@ -8,6 +8,10 @@ edges it adds (none: candidates are verified), both test accuracies and the feat
 
     python benchmarks/bench_join.py                                   # n = 10^5, ε = 8, 16
     python benchmarks/bench_join.py --sizes 20000 --mus 1,0.5 --epochs 20
+    python benchmarks/bench_join.py --sizes 20000 --thresholds 0.51,0.6,0.8,0.9999  # join only
+
+``--thresholds``: the joins alone on the SBM's 1-bit features (ε_f = ε/2, as the split 0.5
+gives), at given cosine thresholds: pairs, recall, time of each (no HoGS, no training).
 """
 
 from __future__ import annotations
@@ -33,6 +37,41 @@ def scale_args(n: int, eps: float, mu: float, join: str, out: str, args) -> argp
     )  # fmt: skip
 
 
+def joins_only(args) -> None:
+    """The exact and LSH joins on the SBM's 1-bit rows at each threshold (``--thresholds``)."""
+    import math
+    import time
+
+    from ldpgraph.protocols.ldp.similarity import FeatureRows
+    from ldpgraph.protocols.ldp.similarity_lsh import choose_join, lsh_join, plan_bands
+    from ldpgraph.simulation.datasets.synthetic import synthetic_graph
+
+    print(f"{'n':>8} {'ε_f':>4} {'t':>7} {'(r, b)':>8} {'exact pairs':>12} {'exact s':>8} "
+          f"{'lsh pairs':>10} {'lsh s':>7} {'recall':>7} {'added':>6} {'auto':>6}")  # fmt: skip
+    for n in args.sizes:
+        g = synthetic_graph(n=n, classes=5, avg_degree=10, d=args.d, feature_density=0.05, seed=0)
+        for eps in map(float, args.epsilons.split(",")):
+            e = math.exp(eps / 2)
+            prob = 1 / (e + 1) + np.asarray(g.x) * ((e - 1) / (e + 1))
+            rows = FeatureRows((np.random.default_rng(1).random(prob.shape) < prob).astype("u1"))
+            for t in map(float, args.thresholds.split(",")):
+                t0 = time.perf_counter()
+                i, j = rows.threshold_join(t)
+                ex = np.unique(i * n + j)
+                t1 = time.perf_counter()
+                a, b = lsh_join(rows, t, seed=0)
+                found = np.unique(a * n + b)
+                t2 = time.perf_counter()
+                kept = np.intersect1d(ex, found).size
+                band = "ident." if rows._only_identical_can_pass(t) else str(plan_bands(t))
+                print(
+                    f"{n:>8} {eps / 2:>4g} {t:>7g} {band:>8} {ex.size:>12} {t1 - t0:>7.2f}s "
+                    f"{found.size:>10} {t2 - t1:>6.2f}s {kept / max(ex.size, 1):>7.4f} "
+                    f"{found.size - kept:>6} {choose_join(rows, t):>6}",
+                    flush=True,
+                )
+
+
 def keys(path: str, n: int) -> np.ndarray:
     edges = np.load(path)
     return np.unique(edges[:, 0].astype(np.int64) * n + edges[:, 1])
@@ -47,7 +86,11 @@ def main() -> None:
     ap.add_argument("--mus", default="1", help="hogs-arr's mu cap (report cap at its default)")
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--thresholds", help="joins only, at these cosine thresholds (see above)")
     args = ap.parse_args()
+    if args.thresholds:
+        joins_only(args)
+        return
     print(
         f"hogs-arr, synthetic SBM, d = {args.d}, split 0.5, τ = 0.5, {args.epochs} GCN epochs; "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",

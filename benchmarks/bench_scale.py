@@ -117,8 +117,10 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
     # Imported before any clock starts: torch's import (seconds) is no stage's cost.
     import ldpgraph.protocols.ldp.hogs  # noqa: F401
     import ldpgraph.server.training  # noqa: F401
+    from ldpgraph.protocols.progress import stage
 
     rec: dict = {"n": n, "mode": mode, "tau": config.tau}
+    stage(f"bench: generate {config.dataset}")
     with sampled(rec, "generate"):
         prepared = pipeline.prepare(config)
     graph, split = prepared.graph, prepared.split
@@ -138,6 +140,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         with sampled(rec, "collect"):
             collector.collect(protocol, round_message(protocol, 0, config.seed), args.d)
     else:
+        stage(f"bench: collect and reconstruct ({args.protocol}, τ = {config.tau:.6g})")
         with sampled(rec, "release"):
             release, timings = run_protocol(
                 protocol, graph, curator, config.seed, settings=settings, collector=collector
@@ -153,12 +156,14 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
 
             np.save(f"{args.edges_out}-{n}.npy", release.edges)
         if mode == "new" and args.stages == "all":
+            stage(f"bench: train ({release.num_edges} edges)")
             with sampled(rec, "train"):
                 sections, _ = pipeline.evaluate(config, prepared.original, split, release)
             rec["test_accuracy"] = sections.get("accuracy", {}).get("test")
             rec["train_device"] = sections.get("training", {}).get("device")
             del release
             if not args.no_floor:
+                stage("bench: the features-only floor")
                 rec.update(floor(config, prepared, curator, workers))
     rec["reported_ones"] = collector.ones
     rec["collect_cpu_s"] = round(collector.cpu, 3)
@@ -253,10 +258,13 @@ def run_child(n: int, mode: str, args: argparse.Namespace, **extra) -> dict:
     """:func:`one` (or the scan) in a fresh process; its record, or the error it ended with."""
     child = json.dumps({**vars(args), **extra, "one": n, "mode": mode})
     out = subprocess.run(
-        [sys.executable, __file__, "--child", child], capture_output=True, text=True
+        [sys.executable, __file__, "--child", child],
+        stdout=subprocess.PIPE,
+        stderr=None if getattr(args, "progress", False) else subprocess.PIPE,
+        text=True,
     )
     if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        tail = (out.stderr or out.stdout or "").strip().splitlines()[-3:]
         return {"n": n, "mode": mode, "error": " | ".join(tail) or f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -364,13 +372,24 @@ def main() -> None:
         help="run each size this many times and report the fastest (and the fastest scan)",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--progress", action="store_true", help="print the run's stage lines (stderr) as it goes"
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child = argparse.Namespace(**json.loads(args.child))
         if child.mode == "scan":
             print(json.dumps(bare_scan(child.one, child.scan_count)))
-        else:
+            return
+        from ldpgraph.protocols import progress
+
+        t0 = time.perf_counter()
+
+        def say(message: str) -> None:
+            print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+        with progress.listening(say if child.progress else None):
             print(json.dumps(one(child.one, child.mode, child)))
         return
     rows: list[dict] = []

@@ -22,6 +22,7 @@ from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, RoundResult
 from ..graph import canonical_edges
 from ..mechanisms import flip_probability
 from ..params import Param
+from ..progress import stage
 from ..registry import register
 from ..types import Release
 from .assemble import adjacency_reports
@@ -116,6 +117,7 @@ class HogsProtocol(RRSplitBudgetProtocol):
         flip = flip_probability(self.eps_adjacency)
         mu = self.keep_probability(n)
         gpu = accelerator(curator.device)
+        stage(f"HoGS: topology from {int(reported.nnz)} reported 1s of {n} nodes")
         if gpu is None:
             rows = FeatureRows(x0)
             topo = reconstruct_topology(
@@ -126,6 +128,7 @@ class HogsProtocol(RRSplitBudgetProtocol):
             topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, mu=mu))
         in_graph = topo.prob >= tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
+        stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")
         if self.public_features:
             x = x0
         elif gpu is None:
