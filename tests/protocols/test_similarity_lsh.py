@@ -155,3 +155,18 @@ def test_hogs_arr_edges_with_lsh_recover_the_exact_joins(eps):
     missed = exact - approx
     joined = releases["exact"].stats["joined_pairs"]
     assert len(missed) <= 0.1 * joined  # the join's own pairs: ≥ 90 % found
+
+
+def test_hogs_release_with_lsh_equals_exact_where_only_identical_rows_pass():
+    """HoGS at μ = 1: the (0,0) threshold is within 10^-3 of 1, only identical noisy rows
+    pass, and the LSH join (one band keyed by the row) gives the exact release, byte for byte."""
+    from .test_hogs import random_graph
+
+    g = random_graph(120, 16, seed=4, dup_rows=10)
+    out = []
+    for join in ("exact", "lsh"):
+        proto = make_protocol("hogs", epsilon=8.0, feature_share=0.5, join=join)
+        result = collect(proto, g, seed=2)
+        out.append(proto.server_step(0, result, CuratorView(120, 16), seed=2))
+    assert out[0].stats["joined_pairs"] > 0
+    assert out[0].fingerprint() == out[1].fingerprint()
