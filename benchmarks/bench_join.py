@@ -12,6 +12,8 @@ edges it adds (none: candidates are verified), both test accuracies and the feat
 
 ``--thresholds``: the joins alone on the SBM's 1-bit features (ε_f = ε/2, as the split 0.5
 gives), at given cosine thresholds: pairs, recall, time of each (no HoGS, no training).
+``--rows-only --no-exact`` for 10^7 rows: the SBM's feature law without its edges, and the
+exact join's pairs only counted where only identical rows pass (recall then: found/exact).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def scale_args(n: int, eps: float, mu: float, join: str, out: str, args) -> argp
         steps=1, epochs=args.epochs, device="cpu", classes=5, avg_degree=10.0, d=args.d,
         feature_density=0.05, workers=None, old_max=0, stages="all", no_scan=True,
         repeat=1, json=True, join=join, no_floor=join == "lsh", edges_out=out, mu=mu,
+        progress=False,
     )  # fmt: skip
 
 
@@ -43,30 +46,60 @@ def joins_only(args) -> None:
     import time
 
     from ldpgraph.protocols.ldp.similarity import FeatureRows
-    from ldpgraph.protocols.ldp.similarity_lsh import choose_join, lsh_join, plan_bands
+    from ldpgraph.protocols.ldp.similarity_lsh import (
+        choose_join,
+        identical_pairs,
+        lsh_join,
+        plan_bands,
+    )
     from ldpgraph.simulation.datasets.synthetic import synthetic_graph
 
     print(f"{'n':>8} {'ε_f':>4} {'t':>7} {'(r, b)':>8} {'exact pairs':>12} {'exact s':>8} "
           f"{'lsh pairs':>10} {'lsh s':>7} {'recall':>7} {'added':>6} {'auto':>6}")  # fmt: skip
     for n in args.sizes:
-        g = synthetic_graph(n=n, classes=5, avg_degree=10, d=args.d, feature_density=0.05, seed=0)
+        if args.rows_only:  # the SBM's feature law without its edges (10^7: the edges are slow)
+            from ldpgraph.simulation.datasets.synthetic import _class_features
+
+            rng = np.random.default_rng(0)
+            x = _class_features(rng, rng.integers(0, 5, n), 5, args.d, 0.05, 0.7)
+        else:
+            g = synthetic_graph(
+                n=n, classes=5, avg_degree=10, d=args.d, feature_density=0.05, seed=0
+            )
+            x = np.asarray(g.x)
         for eps in map(float, args.epsilons.split(",")):
             e = math.exp(eps / 2)
-            prob = 1 / (e + 1) + np.asarray(g.x) * ((e - 1) / (e + 1))
-            rows = FeatureRows((np.random.default_rng(1).random(prob.shape) < prob).astype("u1"))
+            if args.rows_only:  # the same law, flipped in chunks (no n × d float64 scratch)
+                noisy = np.empty_like(x)
+                rng = np.random.default_rng(1)
+                for a in range(0, n, 1 << 20):
+                    u = rng.random(x[a : a + (1 << 20)].shape, dtype=np.float32)
+                    noisy[a : a + (1 << 20)] = x[a : a + (1 << 20)] ^ (u < 1 / (e + 1))
+                rows = FeatureRows(noisy)
+            else:
+                prob = 1 / (e + 1) + x * ((e - 1) / (e + 1))
+                draws = np.random.default_rng(1).random(prob.shape)
+                rows = FeatureRows((draws < prob).astype("u1"))
             for t in map(float, args.thresholds.split(",")):
                 t0 = time.perf_counter()
-                i, j = rows.threshold_join(t)
-                ex = np.unique(i * n + j)
+                ex = np.zeros(0, np.int64)
+                if args.no_exact and rows._only_identical_can_pass(t):
+                    count = int(identical_pairs(rows))  # counted, not built
+                elif not args.no_exact:
+                    i, j = rows.threshold_join(t)
+                    ex = np.unique(i * n + j)
+                    count = ex.size
+                else:
+                    count = 0
                 t1 = time.perf_counter()
                 a, b = lsh_join(rows, t, seed=0)
                 found = np.unique(a * n + b)
                 t2 = time.perf_counter()
-                kept = np.intersect1d(ex, found).size
+                kept = found.size if args.no_exact else np.intersect1d(ex, found).size
                 band = "ident." if rows._only_identical_can_pass(t) else str(plan_bands(t))
                 print(
-                    f"{n:>8} {eps / 2:>4g} {t:>7g} {band:>8} {ex.size:>12} {t1 - t0:>7.2f}s "
-                    f"{found.size:>10} {t2 - t1:>6.2f}s {kept / max(ex.size, 1):>7.4f} "
+                    f"{n:>8} {eps / 2:>4g} {t:>7g} {band:>8} {count:>12} {t1 - t0:>7.2f}s "
+                    f"{found.size:>10} {t2 - t1:>6.2f}s {kept / max(count, 1):>7.4f} "
                     f"{found.size - kept:>6} {choose_join(rows, t):>6}",
                     flush=True,
                 )
@@ -87,6 +120,12 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--thresholds", help="joins only, at these cosine thresholds (see above)")
+    ap.add_argument("--rows-only", action="store_true", help="joins only: features, no edges")
+    ap.add_argument(
+        "--no-exact",
+        action="store_true",
+        help="joins only: skip the exact join (identical rows: its pairs counted, not built)",
+    )
     args = ap.parse_args()
     if args.thresholds:
         joins_only(args)

@@ -389,7 +389,7 @@ def main() -> None:
         def say(message: str) -> None:
             print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
 
-        with progress.listening(say if child.progress else None):
+        with progress.listening(say if getattr(child, "progress", False) else None):
             print(json.dumps(one(child.one, child.mode, child)))
         return
     rows: list[dict] = []
