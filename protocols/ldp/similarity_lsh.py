@@ -156,6 +156,8 @@ def lsh_join(
         r, b = plan_bands(t, recall)
     joiner = LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b)
     parts = list(steps(map_blocks(joiner.band, list(range(b))), "similarity join: LSH band", b))
+    if len(parts) == 1:  # one band: already unique and sorted
+        return parts[0]
     key = np.unique(np.concatenate([i * features.num_rows + j for i, j in parts]))
     return key // features.num_rows, key % features.num_rows
 
