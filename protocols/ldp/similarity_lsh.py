@@ -15,10 +15,10 @@ locality-sensitive hashing instead (Broder, "On the resemblance and containment 
   (:func:`plan_bands`). Where only identical rows can pass, one band keyed by the whole row is
   exact (recall 1).
 * a bucket gives every pair in it while the band's pairs stay within a budget
-  (:func:`pair_budget` over the bands; buckets of up to :data:`LSH_BUCKET` rows always do);
+  (:func:`pair_budget` over the bands, smallest buckets first);
   larger buckets (thousands of near-identical short rows) give each row its next
   :data:`LSH_RING` rows in a random order, so a band's candidates are at most about
-  budget/b + (LSH_BUCKET + LSH_RING)·n. That is what the join loses: the pairs of over-full
+  budget/b + LSH_RING·n. That is what the join loses: the pairs of over-full
   buckets beyond those, near-duplicates whose neighbours' features the reconstruction would
   average to nearly the same row.
 * every candidate is verified with the exact cosine, as the exact join does.
@@ -51,9 +51,11 @@ EXACT_PAIRS_BUDGET = 1e7
 LSH_RECALL = 0.95
 #: The most bands the planner uses (each costs r MinHash passes and one grouping).
 LSH_MAX_BANDS = 32
-#: Buckets of up to this many rows always contribute every pair; larger ones too, smallest
-#: first, while a band's pairs stay within max(LSH_PAIR_BUDGET, LSH_PAIRS_PER_ROW·n) / bands
-LSH_BUCKET = 64
+#: Buckets of up to this many rows always contribute every pair (no more than the ring gives);
+#: larger ones too, smallest first, while a band's pairs stay within
+#: max(LSH_PAIR_BUDGET, LSH_PAIRS_PER_ROW·n) / bands. (A floor of 64 let 10^7 short rows in
+#: groups of ≤ 64 give ~10^8 pairs past the budget.)
+LSH_BUCKET = 3
 LSH_PAIR_BUDGET = 1e7
 LSH_PAIRS_PER_ROW = 2
 #: ... and the rest give each row its next this many rows (in the bucket's random order).
