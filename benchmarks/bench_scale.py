@@ -12,12 +12,22 @@ references:
 * ``bare scan``: the floor of any collection: generating as many random report indices as the
   run's nodes reported 1-bits, with numpy on one core, then sort and unique (int64 keys).
 
-Each measurement runs in its own process, so its memory figures are its own.
+Each measurement runs in its own process, so its memory figures are its own. With training,
+the features-only floor (``features-only`` at the same ε and split: the 1-bit features the
+server gets, no edges, ``--model mlp``) is trained on the same split beside it: a release is
+worth its edges only above it.
+
+``--tau auto`` (the default) is HoGS's τ = 0.5, except for ``hogs-arr`` where μ < 1: there
+τ* = 1/(1 + ρ), ρ = p(1 − pμ)/((1 − p)(1 − (1 − p)μ)), at which a singly reported pair needs
+s ≥ 0.5 as in HoGS (docs/reproduction/hogs-arr.md); at τ = 0.5 and μ = 0.015 every reported
+noise 1 sharing a feature would be an edge (10^8 of them at 10^7 nodes). ``--join`` picks the
+(0,0) similarity join (auto: exact where cheap, else LSH; docs/benchmarks.md).
 
     python benchmarks/bench_scale.py                          # n = 1e4, 1e5; ε = 16, split 0.5
     python benchmarks/bench_scale.py --sizes 1000000 --stages collect --old-max 0
     python benchmarks/bench_scale.py --sizes 100000 --epsilon 8 --workers 1 --device cuda
     python benchmarks/bench_scale.py --sizes 100000 --stages release --repeat 5  # best of 5
+    python benchmarks/bench_scale.py --protocol hogs-arr --sizes 10000000 --d 64 --epochs 5
 """
 
 from __future__ import annotations
@@ -58,6 +68,25 @@ def spec(n: int, args: argparse.Namespace) -> str:
     )
 
 
+def bench_tau(n: int, args: argparse.Namespace) -> float:
+    """τ: as given, or for ``--tau auto`` HoGS's 0.5, and for hogs-arr with μ < 1 the τ* at
+    which a singly reported pair is judged as HoGS judges it (module docstring)."""
+    if args.tau != "auto":
+        return float(args.tau)
+    if args.protocol != "hogs-arr":
+        return 0.5
+    from ldpgraph.protocols.ldp.hogs_arr import MU, REPORT_CAP, keep_probability
+    from ldpgraph.protocols.mechanisms import flip_probability
+
+    eps_a = (1.0 - args.feature_share) * args.epsilon
+    mu = keep_probability(args.mu or MU.default, REPORT_CAP.default, n, eps_a)
+    if mu >= 1.0:
+        return 0.5
+    p = flip_probability(eps_a)
+    rho = p * (1 - p * mu) / ((1 - p) * (1 - (1 - p) * mu))
+    return 1.0 / (1.0 + rho)
+
+
 def one(n: int, mode: str, args: argparse.Namespace) -> dict:
     """One measurement in this process: ``new`` (the pipeline's stages) or ``old`` (the
     node-by-node collection, then the same server step on its dict of reports)."""
@@ -75,8 +104,10 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         protocol=args.protocol,
         epsilon=args.epsilon,
         feature_share=args.feature_share,
-        tau=args.tau,
+        tau=bench_tau(n, args),
         steps=args.steps,
+        join=args.join,
+        **({"mu": args.mu} if args.mu is not None and args.protocol == "hogs-arr" else {}),
         backend="local",
         epochs=args.epochs,
         device=args.device,
@@ -86,8 +117,10 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
     # Imported before any clock starts: torch's import (seconds) is no stage's cost.
     import ldpgraph.protocols.ldp.hogs  # noqa: F401
     import ldpgraph.server.training  # noqa: F401
+    from ldpgraph.protocols.progress import stage
 
-    rec: dict = {"n": n, "mode": mode}
+    rec: dict = {"n": n, "mode": mode, "tau": config.tau}
+    stage(f"bench: generate {config.dataset}")
     with sampled(rec, "generate"):
         prepared = pipeline.prepare(config)
     graph, split = prepared.graph, prepared.split
@@ -107,6 +140,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         with sampled(rec, "collect"):
             collector.collect(protocol, round_message(protocol, 0, config.seed), args.d)
     else:
+        stage(f"bench: collect and reconstruct ({args.protocol}, τ = {config.tau:.6g})")
         with sampled(rec, "release"):
             release, timings = run_protocol(
                 protocol, graph, curator, config.seed, settings=settings, collector=collector
@@ -115,16 +149,51 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         rec["reconstruct_s"] = round(timings["reconstruct"], 3)
         rec["synthetic_edges"] = release.num_edges
         rec["mu"] = release.stats.get("mu")
+        rec["join"] = release.stats.get("join", "exact")
+        rec["joined_pairs"] = release.stats.get("joined_pairs")
+        if args.edges_out:
+            import numpy as np
+
+            np.save(f"{args.edges_out}-{n}.npy", release.edges)
         if mode == "new" and args.stages == "all":
+            stage(f"bench: train ({release.num_edges} edges)")
             with sampled(rec, "train"):
                 sections, _ = pipeline.evaluate(config, prepared.original, split, release)
             rec["test_accuracy"] = sections.get("accuracy", {}).get("test")
             rec["train_device"] = sections.get("training", {}).get("device")
+            del release
+            if not args.no_floor:
+                stage("bench: the features-only floor")
+                rec.update(floor(config, prepared, curator, workers))
     rec["reported_ones"] = collector.ones
     rec["collect_cpu_s"] = round(collector.cpu, 3)
     rec["peak_rss_mib"] = peak_mib()
     rec["worker_peak_rss_mib"] = peak_mib(resource.RUSAGE_CHILDREN)
     return rec
+
+
+def floor(config, prepared, curator, workers: int | None) -> dict:
+    """The features-only floor at the same ε and split: its collection (features only, by
+    fresh nodes' guards: the run's already spent their budget), and an MLP trained on its
+    release with the run's epochs and split."""
+    from dataclasses import replace
+
+    from ldpgraph.protocols.registry import make_protocol
+    from ldpgraph.simulation import pipeline
+    from ldpgraph.simulation.backends.local import LocalCollector, run_protocol
+
+    cfg = replace(config, protocol="features-only", model="mlp")
+    settings = cfg.node_settings()
+    collector = LocalCollector(prepared.graph, cfg.seed, settings, workers=workers, batched=True)
+    protocol = make_protocol("features-only", **cfg.protocol_params())
+    out: dict = {}
+    with sampled(out, "floor"):
+        release, _ = run_protocol(
+            protocol, prepared.graph, curator, config.seed, settings=settings, collector=collector,
+        )  # fmt: skip
+        sections, _ = pipeline.evaluate(cfg, prepared.original, prepared.split, release)
+    out["floor_accuracy"] = sections.get("accuracy", {}).get("test")
+    return out
 
 
 def cpu_seconds() -> float:
@@ -189,10 +258,13 @@ def run_child(n: int, mode: str, args: argparse.Namespace, **extra) -> dict:
     """:func:`one` (or the scan) in a fresh process; its record, or the error it ended with."""
     child = json.dumps({**vars(args), **extra, "one": n, "mode": mode})
     out = subprocess.run(
-        [sys.executable, __file__, "--child", child], capture_output=True, text=True
+        [sys.executable, __file__, "--child", child],
+        stdout=subprocess.PIPE,
+        stderr=None if getattr(args, "progress", False) else subprocess.PIPE,
+        text=True,
     )
     if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        tail = (out.stderr or out.stdout or "").strip().splitlines()[-3:]
         return {"n": n, "mode": mode, "error": " | ".join(tail) or f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -205,12 +277,16 @@ def fmt(value, unit: str = "s", width: int = 9) -> str:
     return f"{value / 1024:>{width - 3}.2f} GiB"
 
 
+def pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
 def print_table(rows: list[dict], header: bool = True) -> None:
     head = (
         f"{'n':>9} {'path':<8} {'workers':>7} {'1-bits':>12} {'collect':>9} {'(cpu)':>9} "
         f"{'reconstr':>9} "
         f"{'train':>9} {'total':>9} {'peak RSS':>12} {'worker RSS':>12} {'bare scan':>9} "
-        f"{'(c+r)/scan':>10}"
+        f"{'(c+r)/scan':>10} {'join':>5} {'test acc':>8} {'floor':>6}"
     )
     if header:
         print(head)
@@ -233,9 +309,13 @@ def print_table(rows: list[dict], header: bool = True) -> None:
             + f"{fmt(stages[0])} {fmt(r.get('collect_cpu_s'))} "
             + " ".join(fmt(s) for s in stages[1:])
             + f" {fmt(total)} {fmt(r.get('peak_rss_mib'), 'm', 12)}"
-            + f" {fmt(r.get('worker_peak_rss_mib') or None, 'm', 12)} {fmt(scan)} {ratio}",
+            + f" {fmt(r.get('worker_peak_rss_mib') or None, 'm', 12)} {fmt(scan)} {ratio}"
+            + f" {r.get('join') or '-':>5} {pct(r.get('test_accuracy')):>8}"
+            + f" {pct(r.get('floor_accuracy')):>6}",
             flush=True,
         )
+        if r.get("floor_s") is not None:
+            print(f"{'':>9} floor (features-only, MLP): {r['floor_s']:.2f}s, τ = {r['tau']:.6g}")
 
 
 def main() -> None:
@@ -251,7 +331,17 @@ def main() -> None:
     )
     ap.add_argument("--epsilon", type=float, default=16.0)
     ap.add_argument("--feature-share", type=float, default=0.5, help="ε_f = share·ε (δ)")
-    ap.add_argument("--tau", type=float, default=0.5)
+    ap.add_argument(
+        "--tau",
+        default="auto",
+        help="edge threshold; auto: 0.5, or τ* for hogs-arr with μ < 1 (module docstring)",
+    )
+    ap.add_argument(
+        "--join", choices=("auto", "exact", "lsh"), default="auto", help="(0,0) similarity join"
+    )
+    ap.add_argument("--mu", type=float, help="hogs-arr: the cap on μ (default: the protocol's)")
+    ap.add_argument("--no-floor", action="store_true", help="skip the features-only floor")
+    ap.add_argument("--edges-out", help=argparse.SUPPRESS)  # bench_join: save the edges
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--device", default="cpu", help="training device: cpu, cuda, auto")
@@ -282,13 +372,24 @@ def main() -> None:
         help="run each size this many times and report the fastest (and the fastest scan)",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--progress", action="store_true", help="print the run's stage lines (stderr) as it goes"
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child = argparse.Namespace(**json.loads(args.child))
         if child.mode == "scan":
             print(json.dumps(bare_scan(child.one, child.scan_count)))
-        else:
+            return
+        from ldpgraph.protocols import progress
+
+        t0 = time.perf_counter()
+
+        def say(message: str) -> None:
+            print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+        with progress.listening(say if getattr(child, "progress", False) else None):
             print(json.dumps(one(child.one, child.mode, child)))
         return
     rows: list[dict] = []

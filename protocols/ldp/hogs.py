@@ -22,6 +22,7 @@ from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, RoundResult
 from ..graph import canonical_edges
 from ..mechanisms import flip_probability
 from ..params import Param
+from ..progress import stage
 from ..registry import register
 from ..types import Release
 from .assemble import adjacency_reports
@@ -29,6 +30,7 @@ from .consistency import CONSISTENCY_ALPHA, Screening, onebit_rates, screen, wit
 from .hogs_features import FR_THRESHOLD, reconstruct_features
 from .hogs_topology import TopologyResult, reconstruct_topology
 from .similarity import FeatureRows
+from .similarity_lsh import JOINS
 from .split_budget import RRSplitBudgetProtocol
 
 TAU = Param(
@@ -42,17 +44,30 @@ TAU = Param(
     server_side=True,
 )
 
+JOIN = Param(
+    "join",
+    str,
+    "auto",
+    "HoGS/hogs-arr: the similarity join of the pairs with no reported 1: exact (every pair at "
+    "cosine >= the threshold), lsh (MinHash bands: candidates scale with the similar pairs, "
+    "not n^2; approximate, see docs/benchmarks.md), auto (exact unless its work exceeds "
+    "2e12 multiply-adds or 2e8 pairs). Server-side: the curator's own hashing, no privacy cost",
+    choices=JOINS,
+    server_side=True,
+    added_with="auto",  # every run stored before the knob joined exactly at its size
+)
+
 
 @register(
     "hogs",
     label="HoGS",
-    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, CONSISTENCY_ALPHA),
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, CONSISTENCY_ALPHA, JOIN),
     summary="HoGS: edge LDP + feature LDP, homophily-based reconstruction",
 )
 @register(
     "hogs-edge",
     label="HoGS",
-    params=(EPSILON, TAU, CONSISTENCY_ALPHA),
+    params=(EPSILON, TAU, CONSISTENCY_ALPHA, JOIN),
     public_features=True,
     summary="HoGS with edge LDP only; features public (Table III)",
 )
@@ -79,7 +94,13 @@ class HogsProtocol(RRSplitBudgetProtocol):
             "steps": self.setting(STEPS),
             # Only when on, so the round message (and every stored release) stays as it was.
             **({"consistency_alpha": alpha} if alpha else {}),
+            **({"join": self.join} if self.join != "auto" else {}),
         }
+
+    @property
+    def join(self) -> str:
+        """The (0,0) pairs' similarity join: auto, exact or lsh (:mod:`.similarity_lsh`)."""
+        return str(self.setting(JOIN))
 
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
@@ -96,13 +117,18 @@ class HogsProtocol(RRSplitBudgetProtocol):
         flip = flip_probability(self.eps_adjacency)
         mu = self.keep_probability(n)
         gpu = accelerator(curator.device)
+        stage(f"HoGS: topology from {int(reported.nnz)} reported 1s of {n} nodes")
         if gpu is None:
-            topo = reconstruct_topology(reported, observed, FeatureRows(x0), flip, need, mu=mu)
+            rows = FeatureRows(x0)
+            topo = reconstruct_topology(
+                reported, observed, rows, flip, need, mu=mu, join=self.join, seed=seed
+            )
         else:
             rows = FeatureRows(x0)
             topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, mu=mu))
         in_graph = topo.prob >= tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
+        stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")
         if self.public_features:
             x = x0
         elif gpu is None:

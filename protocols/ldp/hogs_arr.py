@@ -42,7 +42,7 @@ from ..mechanisms import check_keep_probability, flip_probability
 from ..params import Param
 from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
-from .hogs import TAU, HogsProtocol
+from .hogs import JOIN, TAU, HogsProtocol
 from .node_reports import rr_onebit_batch, sampled_row
 
 MU = Param(
@@ -93,7 +93,7 @@ def keep_probability(mu: float, report_cap: float, num_nodes: int, eps_adjacency
 @register(
     "hogs-arr",
     label="HoGS-ARR",
-    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, MU, REPORT_CAP),
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, MU, REPORT_CAP, JOIN),
     summary="HoGS with asymmetric RR: each reported 1 kept with public probability μ "
     "(reports shrink by μ, ε unchanged)",
 )

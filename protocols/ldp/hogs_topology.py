@@ -16,10 +16,12 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..progress import steps
 from .blocks import map_blocks
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
+from .similarity_lsh import choose_join, lsh_join
 
 log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
@@ -96,6 +98,8 @@ def reconstruct_topology(
     block_entries: int | None = None,
     block_rows: int | None = None,
     mu: float = 1.0,
+    join: str = "auto",
+    seed: int = 0,
 ) -> TopologyResult:
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
     the probability a node kept each reported 1 (asymmetric RR, :func:`.posterior.likelihoods`).
@@ -116,6 +120,9 @@ def reconstruct_topology(
         block_entries: report entries per block of reported pairs (default
             :data:`.reported_pairs.BLOCK_ENTRIES`).
         block_rows: rows per block instead (tests; the result does not depend on blocks).
+        join: the similarity join of the pairs with no reported 1: ``exact``, ``lsh``
+            (:mod:`.similarity_lsh`, approximate) or ``auto`` (exact where it is cheap).
+        seed: the curator's own seed for the LSH join's hashing (post-processing).
     """
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
     scorer = _Scorer(pairs, observed, features, p, threshold, mu)
@@ -123,14 +130,17 @@ def reconstruct_topology(
     n_obs = int(observed.sum())
     t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)
     candidates = []
-    if t_join is not None and features.joins_blockwise(t_join):
+    method = "exact" if t_join is None else choose_join(features, t_join, join)
+    if t_join is not None and method == "exact" and features.joins_blockwise(t_join):
         candidates.append(_score_blockwise(scorer, t_join))
     else:
         # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
         bounds = list(pairs.block_bounds(block_entries, block_rows))
         for size, part in map_blocks(scorer.scored_rows, bounds):
             scorer.add(size, part)
-        if t_join is not None:
+        if t_join is not None and method == "lsh":
+            candidates.append(lsh_join(features, t_join, seed))
+        elif t_join is not None:
             candidates.append(features.threshold_join(t_join))
     if n - n_obs >= 2:
         # Two silent nodes: no bit about their pair arrived, the features alone decide.
@@ -148,6 +158,8 @@ def reconstruct_topology(
         "joined_pairs": int(joined),
         "kept_pairs": int(key.size),
     }
+    if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
+        stats["join"] = "lsh"
     return TopologyResult(key // n, key % n, pr[first], stats)
 
 
@@ -172,17 +184,39 @@ def _score_blockwise(scorer: _Scorer, t_join: float) -> tuple[np.ndarray, np.nda
             "the %d feature rows (too dense for prefix filtering): %.3g multiply-adds",
             t_join, n * (n - 1) / 2, n, n * (n - 1) / 2 * features.dim,
         )  # fmt: skip
+    blocks = _Blockwise(scorer, t_join)
+    starts = blocks.starts()
     found_i: list[np.ndarray] = []
     found_j: list[np.ndarray] = []
-    for a, dots in features.block_products():
-        blk = scorer.pairs.rows(a, a + dots.shape[0])
-        scorer.add(blk.i.size, scorer.scored(blk, dots))
-        ci, cj = features.block_candidates(a, dots, t_join)
-        s = features.cosine_from_dots(dots[ci - a, cj - a].astype(np.float64), ci, cj)
-        keep = s >= t_join - 1e-9
-        found_i.append(ci[keep])
-        found_j.append(cj[keep])
+    done = map_blocks(blocks.run, starts)
+    for size, part, (ci, cj) in steps(done, "similarity join: block", len(starts)):
+        scorer.add(size, part)
+        found_i.append(ci)
+        found_j.append(cj)
+    features.drop_block_matrix()
     return np.concatenate(found_i), np.concatenate(found_j)
+
+
+@dataclass
+class _Blockwise:
+    """One block of the all-pairs join (picklable, for :func:`.blocks.map_blocks`): the block's
+    dot products score its reported pairs and give its verified join pairs."""
+
+    scorer: _Scorer
+    t_join: float
+
+    def starts(self) -> list[int]:
+        return self.scorer.features.block_starts()
+
+    def run(self, a: int) -> tuple[int, Scored, tuple[np.ndarray, np.ndarray]]:
+        features = self.scorer.features
+        dots = features.block_product(a)
+        blk = self.scorer.pairs.rows(a, a + dots.shape[0])
+        part = self.scorer.scored(blk, dots)
+        ci, cj = features.block_candidates(a, dots, self.t_join)
+        s = features.cosine_from_dots(dots[ci - a, cj - a].astype(np.float64), ci, cj)
+        keep = s >= self.t_join - 1e-9
+        return blk.i.size, part, (ci[keep], cj[keep])
 
 
 def _rows_of(features: FeatureRows, rows: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ class FeatureRows:
     def __init__(self, x: np.ndarray) -> None:
         x = np.asarray(x)
         self.num_rows, self.dim = x.shape
+        self._f32_cache: np.ndarray | None = None
         self.binary = x.dtype == np.uint8 or x.dtype == np.bool_ or bool(np.isin(x, (0, 1)).all())
         if self.binary:
             xb = np.asarray(x, dtype=np.uint8)
@@ -228,11 +229,36 @@ class FeatureRows:
         0/1 rows multiply as dense float32 on BLAS (every core): the dots are integer counts
         below 2^24, so they are exact; real rows multiply in float64.
         """
+        x = self._block_matrix()
+        for start in self.block_starts(block):
+            yield start, x[start : start + self._block_rows(block)] @ x[start:].T
+
+    def _block_rows(self, block: int | None = None) -> int:
         if block is None:
             block = max(1, min(JOIN_BLOCK_ROWS, JOIN_BLOCK_BYTES // (4 * max(self.num_rows, 1))))
-        x = self._bits().astype(np.float32) if self.binary else self.dense
-        for start in range(0, self.num_rows, block):
-            yield start, x[start : start + block] @ x[start:].T
+        return block
+
+    def block_starts(self, block: int | None = None) -> list[int]:
+        """The first rows of :meth:`block_products`'s blocks."""
+        return list(range(0, self.num_rows, self._block_rows(block)))
+
+    def block_product(self, start: int) -> np.ndarray:
+        """One block of :meth:`block_products` (default block size) on its own: a block
+        function's work, so the blocks can run anywhere (:func:`.blocks.map_blocks`)."""
+        x = self._block_matrix()
+        return x[start : start + self._block_rows()] @ x[start:].T
+
+    def _block_matrix(self) -> np.ndarray:
+        """The rows as multiplied: 0/1 as float32 (built once, kept), real rows as float64."""
+        if not self.binary:
+            return self.dense
+        if self._f32_cache is None:
+            self._f32_cache = self._bits().astype(np.float32)
+        return self._f32_cache
+
+    def drop_block_matrix(self) -> None:
+        """Free the float32 copy :meth:`block_product` keeps between blocks."""
+        self._f32_cache = None
 
     def block_candidates(
         self, start: int, dots: np.ndarray, t: float

@@ -192,6 +192,7 @@ def test_run_config_passes_and_checks_only_the_chosen_protocols_parameters():
         "tau": 0.5,
         "steps": 1,
         "consistency_alpha": 0.0,
+        "join": "auto",
     }
     assert RunConfig(protocol="none", trust_curator=True).protocol_params() == {}
     with pytest.raises(ConfigError, match="unknown combine 'xor'"):
@@ -281,6 +282,7 @@ assert not bad, bad
     helpers.add("consistency")  # HoGS's Sybil screening (numpy and scipy)
     helpers |= {"split_budget", "rr_batch"}  # the family's client step, its batched RR rows
     helpers |= {"hogs_topology", "hogs_features"}  # hogs's server steps, by job
+    helpers |= {"blocks", "similarity_lsh"}  # where the curator's blocks run; the LSH join
     assert loaded == {"hogs", "rr"} | helpers, loaded
 
 
