@@ -175,3 +175,21 @@ def test_old_runs_keep_their_identity():
     from ldpgraph.simulation.results.identity import ADDED_KEY_DEFAULTS
 
     assert ADDED_KEY_DEFAULTS["dpg_training"] == "paper"
+
+
+def test_long_phases_say_where_they_are():
+    """Issue 33: the training's steps and the generation speak to a listener (phase names and
+    counts only), and stay silent without one."""
+    from ldpgraph.protocols import progress
+
+    graph, curator, _ = _collection()
+    lines: list[str] = []
+    with progress.listening(lines.append):
+        make_protocol("dpgvae", epsilon=4.0, dpg_steps=5, dpg_q=0.3).release(graph, curator, 1)
+    assert any(line.startswith("ego records of 28 nodes") for line in lines)
+    assert "DP-SGD step (all parts) 5/5" in lines and "generated graph 3/3" in lines
+    lines.clear()
+    with progress.listening(lines.append):
+        make_protocol("dpgvae", epsilon=4.0, dpg_steps=5, dpg_q=0.3,
+                      dpg_training="paper").release(graph, curator, 1)  # fmt: skip
+    assert "lane chunk 1/1: 3 graphs" in lines and "DP step (chunk 1/1) 5/5" in lines
