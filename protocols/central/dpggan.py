@@ -36,9 +36,14 @@ offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, �
   reproduction mode: it releases M exactly, so the report's ε is ∞); ``bernoulli`` and
   ``threshold`` (P > 0.5) are post-processing. The encoder is never used to generate.
 
-**Privacy** (docs/privacy/dpggan.md). The headline ε is ∞: the paper's training has no
-proven edge-level bound (:data:`NO_PROOF`; ``epsilon_convention proven`` is refused). What
-follows is how the paper's claim, ``paper_epsilon``, is computed beside it.
+**Two trainings** (``dpg_training``). ``bounded``, the default: every part trained by one
+DP-SGD over degree-bounded ego records, one model for the collection, a proven edge-level ε
+(:mod:`.dpggan_bounded`, :mod:`.dpggan_bounded_train`). ``paper``: the training above, graph
+by graph, described in the rest of this docstring.
+
+**Privacy** (docs/privacy/dpggan.md). Of ``paper``: the headline ε is ∞: the paper's training
+has no proven edge-level bound (:data:`NO_PROOF`; ``epsilon_convention proven`` is refused).
+What follows is how the paper's claim, ``paper_epsilon``, is computed beside it.
 Edge-level (add/remove one edge), N_k public. The accountant is
 dp-accounting's (RDP by default, PLD on request) for T compositions of the Poisson-subsampled
 Gaussian of multiplier σ at rate q, with the paper's sensitivity C of the clipped sum. σ comes
