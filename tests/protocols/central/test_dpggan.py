@@ -209,7 +209,7 @@ def test_unreachable_epsilon_is_one_line_error():
     from ldpgraph.simulation.config import ConfigError
 
     config = RunConfig(protocol="dpgvae", dataset="dblp-collection", trust_curator=True,
-                       epsilon=1e-4, dpg_q=1.0)  # fmt: skip
+                       epsilon=1e-4, dpg_q=1.0, dpg_training="paper")  # fmt: skip
     with pytest.raises(ConfigError, match="unreachable") as err:
         config.validate()
     assert "\n" not in str(err.value)
