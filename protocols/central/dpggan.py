@@ -36,9 +36,14 @@ offsets, :attr:`CuratorView.graph_ptr`) and trains **one model per graph** [P, �
   reproduction mode: it releases M exactly, so the report's ε is ∞); ``bernoulli`` and
   ``threshold`` (P > 0.5) are post-processing. The encoder is never used to generate.
 
-**Privacy** (docs/privacy/dpggan.md). The headline ε is ∞: the paper's training has no
-proven edge-level bound (:data:`NO_PROOF`; ``epsilon_convention proven`` is refused). What
-follows is how the paper's claim, ``paper_epsilon``, is computed beside it.
+**Two trainings** (``dpg_training``). ``bounded``, the default: every part trained by one
+DP-SGD over degree-bounded ego records, one model for the collection, a proven edge-level ε
+(:mod:`.dpggan_bounded`, :mod:`.dpggan_bounded_train`). ``paper``: the training above, graph
+by graph, described in the rest of this docstring.
+
+**Privacy** (docs/privacy/dpggan.md). Of ``paper``: the headline ε is ∞: the paper's training
+has no proven edge-level bound (:data:`NO_PROOF`; ``epsilon_convention proven`` is refused).
+What follows is how the paper's claim, ``paper_epsilon``, is computed beside it.
 Edge-level (add/remove one edge), N_k public. The accountant is
 dp-accounting's (RDP by default, PLD on request) for T compositions of the Poisson-subsampled
 Gaussian of multiplier σ at rate q, with the paper's sensitivity C of the clipped sum. σ comes
@@ -132,7 +137,8 @@ class DpgGan(CentralStrategy):
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> DpgGan:
-        if params.get("epsilon_convention", "paper") != "paper":
+        bounded = params.get("dpg_training", "bounded") == "bounded"
+        if not bounded and params.get("epsilon_convention", "paper") != "paper":
             raise ProtocolParameterError(
                 f"{name}: epsilon-convention proven: {NO_PROVEN_CONVENTION}"
             )
@@ -142,10 +148,26 @@ class DpgGan(CentralStrategy):
 
     # --- privacy ------------------------------------------------------------------------
 
-    def plan(self) -> Plan:
-        """σ and T through the accountant (one-line error if ε is unreachable)."""
+    @property
+    def bounded(self) -> bool:
+        """Whether this run trains the proven way (``dpg_training bounded``)."""
+        return self.p.dpg_training == "bounded"
+
+    def plan(self) -> Any:
+        """σ and T through the accountant (one-line error if ε is unreachable): the bounded
+        training's :class:`.dpggan_bounded.BoundedPlan`, or the paper's :class:`Plan`."""
         if self._plan is None:
-            self._plan = self._make_plan()
+            if self.bounded:
+                from .dpggan_bounded import bounded_plan
+
+                if self.p.dpg_generation == "encoder":
+                    raise ProtocolParameterError(
+                        f"{self.name}: dpg_generation encoder generates from the real graph "
+                        "(not private); it is an ablation of dpg_training paper"
+                    )
+                self._plan = bounded_plan(self.p, self.name)
+            else:
+                self._plan = self._make_plan()
         return self._plan
 
     def _make_plan(self) -> Plan:
@@ -195,10 +217,13 @@ class DpgGan(CentralStrategy):
         )
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
-        """Edge-level ε = ∞ (:data:`NO_PROOF`) with the paper's claim beside it
+        """Bounded: the proven edge-level ε (:func:`.dpggan_privacy.bounded_report`); paper:
+        ε = ∞ (:data:`NO_PROOF`) with the paper's claim beside it
         (:func:`.dpggan_privacy.privacy_report`)."""
-        from .dpggan_privacy import privacy_report
+        from .dpggan_privacy import bounded_report, privacy_report
 
+        if self.bounded:
+            return bounded_report(self.name, self.p, self.plan())
         return privacy_report(self.name, self.p, self.plan())
 
     # --- the mechanism ------------------------------------------------------------------
@@ -223,6 +248,9 @@ class DpgGan(CentralStrategy):
         keep &= which[:, 0] == which[:, 1]
         parts = split_by_offsets(graph.edges[keep], ptr)
         from ..torch_env import one_cpu_thread
+
+        if self.bounded:
+            return self._release_bounded(parts, plan, seed, curator)
         from .dpggan_lanes import fit_and_generate_many
 
         generated, stats = [], []
@@ -245,3 +273,30 @@ class DpgGan(CentralStrategy):
             "clip_final": stats[0]["clip_final"] if stats else None,
         }
         return Release.of_graphs(generated, self.privacy_report(), summary)
+
+    def _release_bounded(
+        self, parts: list[tuple[np.ndarray, int]], plan: Any, seed: int, curator: CuratorView
+    ) -> Release:
+        """One shared model trained on every graph's ego records (:mod:`.dpggan_bounded_train`),
+        one generated graph per graph."""
+        from ..torch_env import one_cpu_thread
+        from .dpggan_bounded_train import fit_and_generate_bounded
+
+        with one_cpu_thread(curator.device if curator.device != "auto" else "cpu"):
+            results, info = fit_and_generate_bounded(parts, plan, self.p, self.gan, seed)
+        report = self.privacy_report()
+        generated = [
+            Release(edges=gen, x=np.zeros((n, 0), np.float32), privacy=report)
+            for (gen, _), (_, n) in zip(results, parts, strict=True)
+        ]
+        summary = {
+            "graphs": len(parts),
+            "training": "bounded",
+            "steps_T": plan.steps,
+            "sigma": plan.sigma,
+            "group_k": plan.group,
+            "edge_selection": self.p.dpg_edge_selection,
+            "edges_generated": int(sum(r[1]["edges_generated"] for r in results)),
+            **info,
+        }
+        return Release.of_graphs(generated, report, summary)

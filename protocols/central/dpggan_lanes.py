@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..params import Params
 from ..rng import stage_rng, stage_seed
 from .dpggan_batched import (  # noqa: F401  (_MaskedAdam re-exported: tests)
@@ -95,9 +96,11 @@ def fit_and_generate_many(
     node count), trained in lanes; returns, in ``parts`` order, each graph's generated edges
     and training figures."""
     out: list[tuple[np.ndarray, dict[str, Any]] | None] = [None] * len(parts)
-    for chunk in chunks_by_size([n for _, n in parts], slots):
+    chunks = chunks_by_size([n for _, n in parts], slots)
+    for number, chunk in enumerate(chunks, 1):
+        progress.stage(f"lane chunk {number}/{len(chunks)}: {len(chunk)} graphs")
         lanes = _Lanes([(parts[k][0], parts[k][1], k) for k in chunk], p, gan, seed)
-        lanes.train(plan)
+        lanes.train(plan, f"DP step (chunk {number}/{len(chunks)})")
         for k, result in zip(chunk, lanes.generate(plan), strict=True):
             out[k] = result
     assert all(r is not None for r in out)  # the chunks cover every graph once
@@ -158,7 +161,7 @@ class _Lanes:
         pair = mask[:, :, None] * mask[:, None, :]
         return hit.to(torch.float64) * pair
 
-    def train(self, plan: Plan) -> None:
+    def train(self, plan: Plan, label: str = "DP step") -> None:
         import torch
 
         p = self.p
@@ -172,7 +175,7 @@ class _Lanes:
         # torch.rand(n) and add_noise_flat's torch.randn(816) from the lane's own generator
         uniform = torch.ones(n_lanes, self.rows)
         noise = torch.zeros(n_lanes, sum(widths), dtype=torch.float64)
-        for step in range(plan.steps):
+        for step in progress.steps(range(plan.steps), label, plan.steps):
             std = plan.sigma * self.clip * p.dpg_sensitivity_multiplier
             for lane, (n, g) in enumerate(zip(self.sizes, self.g_sample, strict=True)):
                 torch.rand(n, generator=g, out=uniform[lane, :n])

@@ -17,7 +17,7 @@ from ldpgraph.protocols.base import CuratorView, RoundResult
 from ldpgraph.protocols.central import dpggan as dg
 from ldpgraph.protocols.central.dpsgd import clip_per_example, sgd_epsilon
 from ldpgraph.protocols.params import ProtocolParameterError
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import make_protocol as _make_protocol
 from ldpgraph.protocols.types import NodeView
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.datasets.graph_collections import NotACollectionError, union
@@ -25,6 +25,13 @@ from ldpgraph.simulation.pipeline import check_collection
 
 from ...conftest import needs_mirror
 from ...support.gaussian import gaussian_epsilon
+
+
+def make_protocol(name: str, **params):
+    """The registry's strategy with the paper's training (``dpg_training paper``): this file
+    tests it; the bounded default is tests/protocols/central/test_dpggan_bounded.py."""
+    return _make_protocol(name, **{"dpg_training": "paper", **params})
+
 
 FAST = dict(dpg_steps=30, dpg_q=0.3)
 
@@ -167,9 +174,12 @@ def test_the_proven_convention_is_refused_in_one_line():
             make_protocol(name, epsilon_convention="proven", **FAST)
         assert "\n" not in str(err.value)
         config = RunConfig(protocol=name, dataset="dblp-collection", trust_curator=True,
-                           epsilon_convention="proven")  # fmt: skip
+                           epsilon_convention="proven", dpg_training="paper")  # fmt: skip
         with pytest.raises(ConfigError, match="epsilon-convention proven"):
             config.validate()
+        # the bounded default calibrates to its proof under either convention
+        RunConfig(protocol=name, dataset="dblp-collection", trust_curator=True,
+                  epsilon_convention="proven").validate()  # fmt: skip
     assert make_protocol("dpggan", epsilon_convention="paper", **FAST).p["epsilon_convention"] == (
         "paper"
     )
@@ -199,7 +209,7 @@ def test_unreachable_epsilon_is_one_line_error():
     from ldpgraph.simulation.config import ConfigError
 
     config = RunConfig(protocol="dpgvae", dataset="dblp-collection", trust_curator=True,
-                       epsilon=1e-4, dpg_q=1.0)  # fmt: skip
+                       epsilon=1e-4, dpg_q=1.0, dpg_training="paper")  # fmt: skip
     with pytest.raises(ConfigError, match="unreachable") as err:
         config.validate()
     assert "\n" not in str(err.value)

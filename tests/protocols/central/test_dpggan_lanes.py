@@ -12,8 +12,14 @@ import torch
 
 from ldpgraph.protocols.central import dpggan as dg
 from ldpgraph.protocols.central import dpggan_lanes as dl
-from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.protocols.registry import make_protocol as _make_protocol
 from ldpgraph.protocols.rng import stage_seed
+
+
+def make_protocol(name: str, **params):
+    """The registry's strategy with the paper's training (``dpg_training paper``): this file
+    tests it; the bounded default is tests/protocols/central/test_dpggan_bounded.py."""
+    return _make_protocol(name, **{"dpg_training": "paper", **params})
 
 
 def _parts():
