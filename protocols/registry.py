@@ -64,6 +64,7 @@ BUILTIN: dict[str, str] = {
     "dpar-gm": _CENTRAL + "dpar:Dpar",
     "dpar-nodp": _CENTRAL + "dpar:Dpar",
     "dpar-features": _CENTRAL + "dpar:Dpar",
+    "dpar-bounded": _CENTRAL + "dpar_bounded:DparBounded",
     "gap-edge": _CENTRAL + "gap:GapEdge",
     "dpggan": _CENTRAL + "dpggan:DpgGan",
     "dpgvae": _CENTRAL + "dpggan:DpgGan",

@@ -273,6 +273,17 @@ class Dpar(CentralStrategy):
             paper = dpsgd.sgd_epsilon(plan.noise / tau, plan.q, plan.steps, b.delta_sgd)
         return proven, paper
 
+    def sgd_accountant(self, plan: SgdPlan) -> str:
+        """How :meth:`sgd_epsilon` bounds ``plan`` (the report's accountant line)."""
+        if plan.rows == 1:
+            return f"dp_accounting {self.p.accountant.upper()} (add/remove one row)"
+        return "dp_accounting RDP, weak triangle inequality through the world without the D rows"
+
+    def example_rows(self, st: Structure) -> np.ndarray:
+        """Which Π rows hold a training example: those of present nodes (an absent slot's row
+        is sampled but holds nothing)."""
+        return st.here[st.row_nodes]
+
     # --- the mechanism ------------------------------------------------------------------
 
     def structure(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Structure:

@@ -49,7 +49,7 @@ def train(dpar: Dpar, graph: UploadedGraph, st: Structure, seed: int, device: st
     x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
     feats = SparseFeatures.of(x_kept, device)
     y_rows = torch.as_tensor(np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device)
-    row_here = torch.as_tensor(here[row_nodes], device=device)
+    row_here = torch.as_tensor(dpar.example_rows(st), device=device)
     nbr_idx, nbr_w = _padded(st.pi)
     nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
     nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
@@ -60,7 +60,7 @@ def train(dpar: Dpar, graph: UploadedGraph, st: Structure, seed: int, device: st
     drop = float(p.mlp_dropout)
 
     def make_batch(i: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        i = i[row_here[i]]  # an absent node's row is sampled but holds no example
+        i = i[row_here[i]]  # a row without an example (absent node) is sampled, adds nothing
         # One example = a target and its Π row's neighbours, their nonzero features only.
         return sparse_target_batch(
             feats, nbr_idx_t[i], nbr_w_t[i], y_rows[i], drop, p.mlp_hidden, gen
