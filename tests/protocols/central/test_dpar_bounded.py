@@ -117,3 +117,16 @@ def test_variant_fixes_what_its_construction_needs():
     s = make_protocol("dpar-bounded", epsilon=1.0)
     assert s.name == "dpar-bounded" and s.proven and s.capped and not s.amplify
     assert s.p.q_prime == 1.0 and s.p.non_appr_rows == "identity"
+
+
+@pytest.mark.slow
+def test_audit_row_passes_and_its_planted_row_fails():
+    """`ldpgraph audit --central dpar-bounded`: the honest ε = 0.5 passes (its planted run at
+    ε = 100 claiming 0.5 fails, so the test had the power to catch it)."""
+    from ldpgraph.simulation import audit_central as ac
+    from ldpgraph.simulation.audit_central_cases import CASES
+
+    honest = ac.audit_case(CASES["dpar-bounded"], 1e-2, 100)
+    assert honest.verdict == ac.PASS, honest.reason
+    planted = ac.audit_case(ac.planted_row(CASES["dpar-bounded"]), 1e-2, 100)
+    assert planted.verdict == ac.FAIL, planted.reason
