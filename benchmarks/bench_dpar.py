@@ -10,6 +10,7 @@ clipped sum over the nonzero inputs, fused Adam: DPAR now).
     python benchmarks/bench_dpar.py                        # Cora-ML shape: N 216, d 2879, c 7
     python benchmarks/bench_dpar.py --rows 1320 --features 6805 --classes 15   # Coauthor-CS
     python benchmarks/bench_dpar.py --release coauthor-cs  # whole releases (LDPGRAPH_DATA)
+    python benchmarks/bench_dpar.py --release cora-ml --run "dpar-bounded 8 1 column_rows_cap=2"
     python benchmarks/bench_dpar.py --device cuda --steps 400
 
 ``--release DATASET`` times ``Dpar.release`` (wall and CPU seconds: on shared cores the CPU
@@ -81,21 +82,31 @@ def run(args: argparse.Namespace, path: str) -> float:
 
 
 def release(args: argparse.Namespace) -> None:
-    """Wall time and test accuracy of whole releases on ``args.release`` (one JSON line each)."""
+    """Wall time and accuracy of whole releases on ``args.release`` (one JSON line each): every
+    ``--protocols`` entry at ``--epsilon``, seed 0, or each ``--run "PROTOCOL EPS SEED k=v ..."``."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
     from dpar_proven import DELTA, _setup  # the same split and seed as ``ldpgraph run``
 
     from ldpgraph.protocols.registry import make_protocol
 
-    for name in args.protocols.split(","):
-        graph, split, curator, up = _setup(args.release, name)
-        strategy = make_protocol(name, epsilon=args.epsilon, delta=DELTA[args.release])
+    runs = args.run or [f"{name} {args.epsilon} 0" for name in args.protocols.split(",")]
+    graph, split, curator, up = _setup(args.release, "dpar-gm")
+    for line in runs:
+        name, eps, seed, *rest = line.split()
+        params = {k: float(v) if "." in v else int(v) for k, v in (a.split("=") for a in rest)}
+        strategy = make_protocol(name, epsilon=float(eps), delta=DELTA[args.release], **params)
         start, cpu = time.perf_counter(), time.process_time()
-        rel = strategy.release(up, curator, 0)
+        rel = strategy.release(up, curator, int(seed))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        acc = float((rel.model.predict(split.test) == graph.y[split.test]).mean())
-        out = {"dataset": args.release, "protocol": name, "epsilon": args.epsilon,
-               "release_s": round(wall, 1), "cpu_s": round(cpu, 1), "test_accuracy": round(acc, 4),
+
+        def acc(nodes):
+            return round(float((rel.model.predict(nodes) == graph.y[nodes]).mean()), 4)
+
+        out = {"dataset": args.release, "protocol": name, "epsilon": float(eps), "seed": int(seed),
+               **params, "release_s": round(wall, 1), "cpu_s": round(cpu, 1),
+               "val_accuracy": acc(split.val), "test_accuracy": acc(split.test),
+               "headline": rel.privacy.epsilon, "D": rel.stats["column_rows"],
+               "noise_multiplier": rel.stats["noise_multiplier"],
                "sgd_steps": rel.stats["sgd_steps"], "threads": torch.get_num_threads(),
                "package": str(Path(dpsgd.__file__).parents[2])}  # fmt: skip
         print(json.dumps(out), flush=True)
@@ -117,6 +128,7 @@ def main() -> None:
     ap.add_argument("--release", metavar="DATASET", help="time whole releases instead")
     ap.add_argument("--protocols", default="dpar-gm,dpar-features")
     ap.add_argument("--epsilon", type=float, default=8.0)
+    ap.add_argument("--run", action="append", help='with --release: "PROTOCOL EPS SEED k=v ..."')
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
