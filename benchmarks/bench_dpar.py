@@ -82,8 +82,9 @@ def run(args: argparse.Namespace, path: str) -> float:
 
 
 def release(args: argparse.Namespace) -> None:
-    """Wall time and accuracy of whole releases on ``args.release`` (one JSON line each): every
-    ``--protocols`` entry at ``--epsilon``, seed 0, or each ``--run "PROTOCOL EPS SEED k=v ..."``."""
+    """Wall time and accuracy of whole releases on ``args.release`` (one JSON line each):
+    every ``--protocols`` entry at ``--epsilon``, seed 0, or each ``--run``
+    ("PROTOCOL EPS SEED k=v ...")."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
     from dpar_proven import DELTA, _setup  # the same split and seed as ``ldpgraph run``
 
@@ -99,8 +100,8 @@ def release(args: argparse.Namespace) -> None:
         rel = strategy.release(up, curator, int(seed))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
 
-        def acc(nodes):
-            return round(float((rel.model.predict(nodes) == graph.y[nodes]).mean()), 4)
+        def acc(nodes, model=rel.model):
+            return round(float((model.predict(nodes) == graph.y[nodes]).mean()), 4)
 
         out = {"dataset": args.release, "protocol": name, "epsilon": float(eps), "seed": int(seed),
                **params, "release_s": round(wall, 1), "cpu_s": round(cpu, 1),
