@@ -64,6 +64,7 @@ BUILTIN: dict[str, str] = {
     "dpar-gm": _CENTRAL + "dpar:Dpar",
     "dpar-nodp": _CENTRAL + "dpar:Dpar",
     "dpar-features": _CENTRAL + "dpar:Dpar",
+    "dpar-bounded": _CENTRAL + "dpar_bounded:DparBounded",
     "gap-edge": _CENTRAL + "gap:GapEdge",
     "gap-node": _CENTRAL + "gap_node:GapNode",
     "dpggan": _CENTRAL + "dpggan:DpgGan",

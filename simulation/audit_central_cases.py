@@ -150,6 +150,21 @@ def _dpar(name: str, appr: bool) -> CentralCase:
     )  # fmt: skip
 
 
+def _dpar_bounded() -> CentralCase:
+    """``dpar-bounded`` keeps every slot (q′ = 1 is fixed, not a parameter); otherwise the
+    DPAR row's settings, its planted run at ε = 100 claiming the honest headline."""
+    small = {k: v for k, v in DPAR_SMALL.items() if k != "q_prime"}
+    params = {"epsilon": DPAR_EPSILON, **small, **DPAR_APPR}
+    return CentralCase(
+        "dpar-bounded", "dpar-bounded", params, {**params, "epsilon": DPAR_PLANTED_EPSILON},
+        f"dpar-bounded run at --epsilon {DPAR_PLANTED_EPSILON:g}, claiming the headline of "
+        f"--epsilon {DPAR_EPSILON:g}",
+        "node 0 added/removed (its upload, features and label)",
+        "prediction of a probe node with node 0's features is class 1 (node 0's class)",
+        dpar_worlds, probe_is_class_1, 150,
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- GAP (edge level)
 
 #: The GAP pair: probe 0 (not a training node); training nodes 1..4 of class 1 joined in pairs,
@@ -326,6 +341,7 @@ def _cases() -> dict[str, CentralCase]:
         _dpar("dpar-em0", True),
         _dpar("dpar-em1", True),
         _dpar("dpar-features", False),
+        _dpar_bounded(),
         CentralCase(
             "gap-edge", "gap-edge", GAP_SMALL, {**GAP_SMALL, "epsilon": 100.0},
             "gap-edge run at --epsilon 100, claiming the headline of --epsilon 0.5",

@@ -59,6 +59,7 @@ import scipy.sparse as sp
 
 from ..base import CuratorView
 from ..params import Params, ProtocolParameterError
+from ..progress import stage
 from ..registry import register
 from ..rng import stage_rng
 from ..torch_env import auto_device
@@ -272,6 +273,17 @@ class Dpar(CentralStrategy):
             paper = dpsgd.sgd_epsilon(plan.noise / tau, plan.q, plan.steps, b.delta_sgd)
         return proven, paper
 
+    def sgd_accountant(self, plan: SgdPlan) -> str:
+        """How :meth:`sgd_epsilon` bounds ``plan`` (the report's accountant line)."""
+        if plan.rows == 1:
+            return f"dp_accounting {self.p.accountant.upper()} (add/remove one row)"
+        return "dp_accounting RDP, weak triangle inequality through the world without the D rows"
+
+    def example_rows(self, st: Structure) -> np.ndarray:
+        """Which Π rows hold a training example: those of present nodes (an absent slot's row
+        is sampled but holds nothing)."""
+        return st.here[st.row_nodes]
+
     # --- the mechanism ------------------------------------------------------------------
 
     def structure(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Structure:
@@ -314,6 +326,7 @@ class Dpar(CentralStrategy):
         pi, own, row_nodes, noise = self._pi(sub, here, rng, seed)
         rows = pi.shape[0]
         d_rows = max(1, int(column_rows(pi, own).max(initial=0)))
+        stage(f"{self.name}: calibrating DP-SGD ({rows} rows, D = {d_rows})")
         return Structure(
             labels, is_train, present, inductive, kept, here, pi, row_nodes, noise,
             self.sgd_plan(rows, d_rows),
@@ -339,6 +352,7 @@ class Dpar(CentralStrategy):
                 "raise q_prime"
             )
         seeds = np.sort(rng.choice(big_n, size=m, replace=False))
+        stage(f"{self.name}: APPR (ISTA) of {m} seeds on {big_n} kept slots")
         exact = ista_appr(sub, seeds, p.ppr_alpha, p.ista_rho, p.ista_gamma)
         exact[~here[seeds]] = 0.0  # an absent seed's vector is zero (data-independent)
         noise = self.appr_noise()
@@ -356,7 +370,9 @@ class Dpar(CentralStrategy):
         p = self.p
         st = self.structure(graph, curator, seed)
         device = auto_device(curator.device)
+        stage(f"{self.name}: DP-SGD, {st.plan.steps} steps on {st.pi.shape[0]} rows")
         trained = dpar_fit.train(self, graph, st, seed, device)  # step 4
+        stage(f"{self.name}: inference (Eq. 4, {p.inference_steps} power-iteration steps)")
         released = dpar_fit.predict(self, graph, st, trained, device)  # step 5
         model = DparModel({k: v.cpu().numpy() for k, v in trained.items()}, released)
         report = self.privacy_report(graph.num_features, noise=st.noise, plan=st.plan)

@@ -7,6 +7,8 @@ only run it. torch is imported inside the functions (the registry lists DPAR wit
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,13 +18,14 @@ from ..rng import stage_seed
 from .appr import with_self_loops
 from .base import UploadedGraph
 from .dpar_model import (
+    SparseFeatures,
     Structure,
     _init_mlp,
-    _mask,
     _padded,
     mlp_logits,
     power_iteration,
-    target_clipped_sum,
+    sparse_clipped_sum,
+    sparse_target_batch,
     target_loss,
 )
 from .dpar_params import NODP_WEIGHT_DECAY
@@ -44,9 +47,9 @@ def train(dpar: Dpar, graph: UploadedGraph, st: Structure, seed: int, device: st
     else:
         sgd = dpsgd.DpSgdPlan(plan.q, plan.steps, math.inf, 0.0, p.sgd_lr, NODP_WEIGHT_DECAY)
     x_kept = np.asarray(graph.x, dtype=np.float32)[kept] * here[:, None]
-    x_sub = torch.as_tensor(x_kept, device=device)
+    feats = SparseFeatures.of(x_kept, device)
     y_rows = torch.as_tensor(np.where(here[row_nodes], labels[kept[row_nodes]], 0), device=device)
-    row_here = torch.as_tensor(here[row_nodes], device=device)
+    row_here = torch.as_tensor(dpar.example_rows(st), device=device)
     nbr_idx, nbr_w = _padded(st.pi)
     nbr_idx_t = torch.as_tensor(nbr_idx, device=device)
     nbr_w_t = torch.as_tensor(nbr_w, dtype=torch.float32, device=device)
@@ -57,16 +60,36 @@ def train(dpar: Dpar, graph: UploadedGraph, st: Structure, seed: int, device: st
     drop = float(p.mlp_dropout)
 
     def make_batch(i: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        i = i[row_here[i]]  # an absent node's row is sampled but holds no example
-        xi = x_sub[nbr_idx_t[i]]  # [B, K, d]: one example = a target and its neighbours
-        keep_in = _mask(xi.shape, drop, gen, device)
-        keep_h = _mask((*xi.shape[:2], p.mlp_hidden), drop, gen, device)
-        return xi, nbr_w_t[i], y_rows[i], keep_in, keep_h
+        i = i[row_here[i]]  # a row without an example (absent node) is sampled, adds nothing
+        # One example = a target and its Π row's neighbours, their nonzero features only.
+        return sparse_target_batch(
+            feats, nbr_idx_t[i], nbr_w_t[i], y_rows[i], drop, p.mlp_hidden, gen
+        )
 
-    return dpsgd.train(
-        target_loss, params, st.pi.shape[0], make_batch, sgd, gen,
-        clipped_sum=target_clipped_sum,
-    )  # fmt: skip
+    with one_thread(device):
+        return dpsgd.train(
+            target_loss, params, st.pi.shape[0], make_batch, sgd, gen,
+            clipped_sum=sparse_clipped_sum, fused_adam=True,
+        )  # fmt: skip
+
+
+@contextmanager
+def one_thread(device: str) -> Iterator[None]:
+    """torch on one intra-op thread for the DP-SGD loop on a CPU: its steps work on tensors of
+    at most ~10⁶ entries, where a second thread gains little and, on shared cores, costs many
+    times the step in spin-waits (benchmarks/bench_dpar.py: 2.0 against 13 steps/s on the
+    loaded 2-core machine). Restored afterwards."""
+    import torch
+
+    if not str(device).startswith("cpu"):
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def predict(

@@ -186,6 +186,118 @@ def target_clipped_sum(
     return {"w1": s1, "w2": s2}, norms
 
 
+@dataclass(frozen=True)
+class SparseFeatures:
+    """Node features as CSR tensors (``indptr``, ``indices``, ``values``; ``d`` columns): a
+    DP-SGD step gathers only the nonzero features of its rows (DPAR's datasets are bags of
+    words, about 1 % dense), and draws the input dropout only where it can matter (a dropped
+    zero stays zero, so the law of a·W1 is the dense mask's)."""
+
+    indptr: Any
+    indices: Any
+    values: Any
+    d: int
+
+    @classmethod
+    def of(cls, x: np.ndarray, device: str) -> SparseFeatures:
+        import torch
+
+        csr = sp.csr_matrix(np.asarray(x, dtype=np.float32))
+        csr.eliminate_zeros()
+        return cls(
+            torch.as_tensor(csr.indptr.astype(np.int64), device=device),
+            torch.as_tensor(csr.indices.astype(np.int64), device=device),
+            torch.as_tensor(csr.data.astype(np.float32), device=device),
+            int(csr.shape[1]),
+        )
+
+    def gather(self, nodes: Any) -> tuple[Any, Any, Any]:
+        """For each of ``nodes`` (a slot each): (slot of every nonzero, its feature, its value)."""
+        import torch
+
+        starts = self.indptr[nodes]
+        lengths = self.indptr[nodes + 1] - starts
+        slot = torch.repeat_interleave(torch.arange(nodes.numel(), device=nodes.device), lengths)
+        offset = torch.cumsum(lengths, 0) - lengths  # where each slot's run begins
+        pos = torch.arange(slot.numel(), device=nodes.device) - offset[slot] + starts[slot]
+        return slot, self.indices[pos], self.values[pos]
+
+
+def sparse_target_batch(
+    feats: SparseFeatures, nbr_idx: Any, nbr_w: Any, y: Any, rate: float, hidden: int,
+    gen: Any,
+) -> tuple[Any, ...]:  # fmt: skip
+    """One DP-SGD batch for :func:`sparse_clipped_sum`: the targets' Π entries as slots
+    (padding, weight 0, dropped: it adds nothing), every slot's nonzero features with the
+    inverted-dropout mask applied, and the hidden layer's mask per slot."""
+    import torch
+
+    live = nbr_w != 0
+    b = y.shape[0]
+    target = torch.arange(b, device=y.device)[:, None].expand_as(nbr_idx)[live]
+    nodes, weights = nbr_idx[live], nbr_w[live]
+    slot, feat, val = feats.gather(nodes)
+    if rate > 0:
+        keep = torch.rand(val.shape, generator=gen, device=val.device) >= rate
+        val = val * keep.float() / (1.0 - rate)
+    keep_h = _mask((nodes.numel(), hidden), rate, gen, str(y.device))
+    return target, slot, feat, val, weights, y, keep_h, torch.tensor(feats.d)
+
+
+def sparse_clipped_sum(
+    params: dict[str, Any], batch: tuple[Any, ...], clip: float
+) -> tuple[dict[str, Any], Any]:
+    """:func:`target_clipped_sum` on a :func:`sparse_target_batch` (equal up to float
+    rounding, test_sparse_clipped_sum_equals_the_dense_one): the same per-target gradients,
+    with W1's products over the nonzero inputs only (A, slots × d, sparse: z = A·W1 and
+    Σ_i c_i·∇W1_i = Aᵀ(c·δz)). Target i's ∇W1 = Σ_k a_ik ⊗ δz_ik: with one slot its squared
+    norm is ‖a‖²·‖δz‖²; with several (DP-APPR rows) it is summed over the rows of ∇W1_i,
+    found by grouping that target's nonzeros by feature."""
+    import torch
+
+    target, slot, feat, val, weights, y, keep_h, d_t = batch
+    w1, w2 = params["w1"], params["w2"]
+    b, d, n_slots = y.shape[0], int(d_t), weights.shape[0]
+    a = torch.sparse_coo_tensor(
+        torch.stack([slot, feat]), val, (n_slots, d), check_invariants=False
+    )
+    z = torch.sparse.mm(a, w1)  # [S, h]
+    h = torch.relu(z) * keep_h
+    agg = torch.zeros(b, w2.shape[1], dtype=w2.dtype, device=w2.device)
+    agg.index_add_(0, target, weights[:, None] * (h @ w2))
+    d_agg = torch.softmax(agg, dim=1)
+    d_agg[torch.arange(b, device=y.device), y] -= 1.0
+    d_out = weights[:, None] * d_agg[target]  # [S, c]
+    g2 = torch.zeros(b, *w2.shape, dtype=w2.dtype, device=w2.device)
+    g2.index_add_(0, target, h[:, :, None] * d_out[:, None, :])  # per-target ∇W2
+    d_z = (d_out @ w2.T) * keep_h * (z > 0)  # [S, h]
+    # ‖∇W1_i‖²: one slot: ‖a‖²·‖δz‖²; several: Σ_f ‖Σ_k a_ik[f]·δz_ik‖² over its features.
+    per_target = torch.bincount(target, minlength=b)
+    a_sq = torch.zeros(n_slots, dtype=val.dtype, device=val.device).index_add_(0, slot, val * val)
+    single = per_target[target] == 1
+    sq1 = torch.zeros(b, dtype=w1.dtype, device=w1.device)
+    sq1.index_add_(0, target[single], a_sq[single] * d_z[single].pow(2).sum(1))
+    multi = ~single[slot]
+    if multi.any():
+        slot_m, feat_m = slot[multi], feat[multi]
+        owner = target[slot_m]
+        keys, inverse = torch.unique(owner * d + feat_m, return_inverse=True)
+        rows = torch.zeros(keys.numel(), w1.shape[1], dtype=w1.dtype, device=w1.device)
+        rows.index_add_(0, inverse, val[multi][:, None] * d_z[slot_m])
+        sq1.index_add_(0, torch.div(keys, d, rounding_mode="floor"), rows.pow(2).sum(1))
+    norms = (sq1 + g2.pow(2).sum((1, 2))).sqrt()
+    if math.isfinite(clip):
+        factor = 1.0 / torch.clamp(norms / clip, min=1.0)
+    else:
+        factor = torch.ones_like(norms)
+    a_t = torch.sparse_coo_tensor(
+        torch.stack([feat, slot]), val, (d, n_slots), check_invariants=False
+    )
+    s1 = torch.sparse.mm(a_t, d_z * factor[target][:, None])
+    s2 = torch.einsum("bhc,b->hc", g2, factor)
+    return {"w1": s1, "w2": s2}, norms
+
+
 def power_iteration(adj: sp.csr_matrix, h: np.ndarray, alpha: float, steps: int) -> np.ndarray:
     """Eq. 4: Q⁽⁰⁾ = H, Q⁽ᵖ⁾ = (1−α)·D⁻¹A·Q⁽ᵖ⁻¹⁾ + α·H (``adj`` with self-loops)."""
     deg = np.asarray(adj.sum(axis=1)).ravel()

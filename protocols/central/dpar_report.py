@@ -41,6 +41,8 @@ class Dpar(Protocol):
 
     def sgd_epsilon(self, plan: SgdPlan) -> tuple[float, float]: ...
 
+    def sgd_accountant(self, plan: SgdPlan) -> str: ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class ApprPart(ReportPart):
@@ -126,10 +128,7 @@ def sgd_part(s: Dpar, b: Budgets, plan: SgdPlan | None) -> SgdPart:
         paper = b.eps_sgd if not s.proven else math.nan
         return SgdPart(**common, epsilon=eps, epsilon_paper=paper, D=None)
     eps, paper = s.sgd_epsilon(plan)
-    accountant = "dp_accounting " + (
-        f"{p.accountant.upper()} (add/remove one row)" if plan.rows == 1
-        else "RDP, weak triangle inequality through the world without the D rows"
-    )  # fmt: skip
+    accountant = s.sgd_accountant(plan)
     return SgdPart(
         **common, epsilon=eps, epsilon_paper=paper, q=plan.q, steps=plan.steps, D=plan.rows,
         noise_multiplier=plan.noise, calibration=plan.calibration, accountant=accountant,
