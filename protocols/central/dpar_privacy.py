@@ -25,6 +25,7 @@ numpy/scipy and dp-accounting; no torch.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -218,8 +219,10 @@ def gm_epsilon(sigma: float, clip: float, m: int, delta: float) -> float:
     return gaussian_epsilon(math.sqrt(2.0 * m) * clip / sigma, delta)
 
 
+@functools.lru_cache(maxsize=256)
 def calibrate_gm(eps_pr: float, delta_pr: float, clip: float, m: int) -> float:
-    """The σ at which :func:`gm_epsilon` equals ``eps_pr``."""
+    """The σ at which :func:`gm_epsilon` equals ``eps_pr`` (cached: a pure function of its
+    arguments, and a bisection over the Gaussian's exact δ costs about a second)."""
     return bisect(lambda s: gm_epsilon(s, clip, m, delta_pr), eps_pr, 1e-8 * clip, clip)
 
 
