@@ -397,6 +397,7 @@ def test_dblp_collection_end_to_end(tmp_path):
     config = RunConfig(
         protocol="dpggan", dataset="dblp-collection", epsilon=1.0, trust_curator=True,
         metrics="collection", backend="local", dpg_steps=20, collection_motif_limit=20_000,
+        dpg_training="paper",  # the paper's training: headline ∞, the paper's figure beside
     ).validate()  # fmt: skip
     record = run(config)
     assert record["release_kind"] == "graphs"
