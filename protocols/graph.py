@@ -131,18 +131,25 @@ def sample_free_pairs(
         iu, iv = np.triu_indices(n, 1)
         keys = np.setdiff1d(iu.astype(np.int64) * n + iv, taken, assume_unique=True)
         keys = keys[rng.choice(len(keys), size=count, replace=False)]
-    else:
-        keys = np.zeros(0, dtype=np.int64)
-        while len(keys) < count:
-            b = 2 * (count - len(keys)) + 16
-            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
-            new = np.minimum(u, v) * n + np.maximum(u, v)
-            new = new[u != v]
-            if len(taken):
-                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
-                new = new[taken[at] != new]
-            keys = np.concatenate([keys, new])
-            _, first = np.unique(keys, return_index=True)
-            keys = keys[np.sort(first)]
-        keys = keys[:count]
+        return np.stack([keys // n, keys % n], axis=1).astype(np.int64)
+    return more_free_pairs(np.zeros(0, dtype=np.int64), n, count, taken, rng)
+
+
+def more_free_pairs(
+    keys: np.ndarray, n: int, count: int, taken: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """:func:`sample_free_pairs`'s rejection loop, continued from the distinct free ``keys``
+    already drawn (in draw order) until ``count`` are held; ``[count, 2]`` pairs."""
+    while len(keys) < count:
+        b = 2 * (count - len(keys)) + 16
+        u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
+        new = np.minimum(u, v) * n + np.maximum(u, v)
+        new = new[u != v]
+        if len(taken):
+            at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
+            new = new[taken[at] != new]
+        keys = np.concatenate([keys, new])
+        _, first = np.unique(keys, return_index=True)
+        keys = keys[np.sort(first)]
+    keys = keys[:count]
     return np.stack([keys // n, keys % n], axis=1).astype(np.int64)

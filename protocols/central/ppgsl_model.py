@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import progress
+from ..graph import more_free_pairs
 from ..params import Params, ProtocolParameterError
 from ..rng import stage_rng, stage_seed
 from .baselines import pair_keys, sample_free_pairs
@@ -95,20 +96,8 @@ def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Genera
         if keep.sum() >= count or m == b:
             found = head[np.sort(order[keep])]
             break
-    if len(found) < count:  # rare: the shared function's later batches, continued exactly
-        while len(found) < count:
-            b = 2 * (count - len(found)) + 16
-            u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
-            new = np.minimum(u, v) * n + np.maximum(u, v)
-            new = new[u != v]
-            if len(taken):
-                at = np.minimum(np.searchsorted(taken, new), len(taken) - 1)
-                new = new[taken[at] != new]
-            found = np.concatenate([found, new])
-            _, first = np.unique(found, return_index=True)
-            found = found[np.sort(first)]
-    found = found[:count]
-    return np.stack([found // n, found % n], axis=1).astype(np.int64)
+    # rare: the shared function's later batches, continued exactly
+    return more_free_pairs(found, n, count, taken, rng)
 
 
 class Surrogate:
