@@ -43,7 +43,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --durations=60
 
 # The inner loop: everything but the end-to-end tests marked `slow` (Flower, Ray, deployments).
 test-fast: $(VENV)/.installed-test

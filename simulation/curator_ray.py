@@ -80,10 +80,9 @@ class RayBlocks:
         self.in_flight = in_flight
         self.say = say
         self.cpus_per_task = 1.0
-        #: Further Ray task options. SPREAD: blocks go round the nodes (Ray's default packs
-        #: short tasks onto the driver's node while it keeps up, and a cluster would sit idle);
-        #: a benchmark may pin them to one node instead.
-        self.options: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
+        #: Further Ray task options; empty: each block is placed on a node of its own by
+        #: :func:`node_rounds` (a benchmark may pin every block to one node instead).
+        self.options: dict[str, Any] = {}
         self.per_node: Counter[str] = Counter()
         #: Per block function (its qualified name): [blocks, task seconds].
         self.per_fn: dict[str, list[float]] = {}
@@ -110,17 +109,20 @@ class RayBlocks:
             return
         ray = self._ready()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.cluster = (sum(1 for node in ray.nodes() if node.get("Alive")), cpus)
+        alive = [node for node in ray.nodes() if node.get("Alive")]
+        self.cluster = (len(alive), cpus)
         limit = self.in_flight or IN_FLIGHT_PER_CPU * cpus
         task = _remote().options(num_cpus=self.cpus_per_task, **self.options)
+        placed = self._placements(alive) if not self.options else None
         shipped = ray.put(fn)
         here: Counter[str] = Counter()
         pending: deque = deque()
         t0 = time.perf_counter()
         self._map_seconds = 0.0
         try:
-            for item in items:
-                pending.append(task.remote(shipped, item))
+            for i, item in enumerate(items):
+                on = task if placed is None else placed[i % len(placed)]
+                pending.append(on.remote(shipped, item))
                 if len(pending) >= limit:
                     yield self._take(ray, pending.popleft(), here)
             while pending:
@@ -140,6 +142,20 @@ class RayBlocks:
             f"{self.cluster[0]} node(s) ({where}) "
             f"in {time.perf_counter() - t0:.1f} s"
         )
+
+    def _placements(self, alive: list[dict]) -> list[Any]:
+        """The task bound to each slot of :func:`node_rounds` over the nodes alive now (soft:
+        a node that dies or cannot fit a task hands it to the rest of the cluster)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        cpus = {node["NodeID"]: float(node.get("Resources", {}).get("CPU", 0)) for node in alive}
+        return [
+            _remote().options(
+                num_cpus=self.cpus_per_task,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True),
+            )
+            for node in node_rounds(cpus)
+        ]
 
     def _take(self, ray: Any, ref: Any, here: Counter[str]) -> Any:
         node, seconds, out = ray.get(ref)
@@ -161,6 +177,19 @@ class RayBlocks:
             "cluster_nodes": self.cluster[0],
             "cluster_cpus": self.cluster[1],
         }
+
+
+def node_rounds(cpus: dict[str, float]) -> list[str]:
+    """One round of block placements over the nodes: each node with CPUs as many slots as it
+    has CPUs, interleaved, in node-id order. Blocks go round it in order, so every node
+    gets its share of every map. Ray's own ``SPREAD`` is only a preference: on a loaded machine
+    it once left a two-node cluster's second node without a single block of 33."""
+    slots = {node: int(k) for node, k in sorted(cpus.items()) if k >= 1}
+    slots = slots or {node: 1 for node in sorted(cpus)}  # no CPUs anywhere: one slot each
+    rounds: list[str] = []
+    for level in range(max(slots.values(), default=0)):
+        rounds.extend(node for node, k in slots.items() if k > level)
+    return rounds
 
 
 def cluster_address(config: RunConfig) -> str:

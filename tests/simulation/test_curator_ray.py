@@ -12,7 +12,7 @@ import pytest
 
 from ldpgraph.protocols.ldp import blocks
 from ldpgraph.simulation.config import ConfigError, RunConfig
-from ldpgraph.simulation.curator_ray import RayBlocks, curator_blocks
+from ldpgraph.simulation.curator_ray import RayBlocks, curator_blocks, node_rounds
 from tests.support.ray_nodes import free_ports, local_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +81,11 @@ def test_two_node_cluster_gives_the_same_release():
     assert curator["cluster_nodes"] == 2, f"a node of the cluster was gone: {curator}"
     assert len(curator["blocks_per_node"]) == 2, f"the blocks ran on one node: {curator}"
     assert out["curator"]["maps"] >= 2, out  # the posterior and the feature reconstruction
+
+
+def test_blocks_go_round_the_nodes_by_their_cpus():
+    assert node_rounds({"b": 1, "a": 1}) == ["a", "b"]
+    assert node_rounds({"a": 2, "b": 1, "c": 3}) == ["a", "b", "c", "a", "c", "c"]
+    assert node_rounds({"head": 0, "w": 2}) == ["w", "w"]  # a node without CPUs gets none
+    assert node_rounds({"a": 0, "b": 0}) == ["a", "b"]  # ... unless no node has any
+    assert node_rounds({}) == []
