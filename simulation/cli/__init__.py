@@ -40,7 +40,8 @@ def build_parser(
     """The CLI; ``protocol``: the run's protocol, whose parameters ``run`` takes as flags;
     ``command``: the command about to run, when known: another than ``run`` gets ``run`` as a
     name only (its flags are the configuration schema, which imports every protocol and
-    metric module: seconds that ``ldpgraph results`` should not wait for)."""
+    metric module: seconds that ``ldpgraph results`` should not wait for), and so does
+    ``audit`` (its defaults import the audit, and NumPy)."""
     parser = ShortErrors(
         prog="ldpgraph",
         description="Private graph learning where every graph node is a client: local DP "
@@ -52,12 +53,17 @@ def build_parser(
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ShortErrors
     )
-    if command is None or command == "run" or command.startswith("-"):
+    every = command is None or command.startswith("-")
+    if every or command == "run":
         run.add_parser(sub, protocol)
     else:
         sub.add_parser("run", help=run.RUN_HELP)
-    for command in (datasets, protocols, partition, report, results, sweep, audit):
-        command.add_parser(sub)
+    for module in (datasets, protocols, partition, report, results, sweep):
+        module.add_parser(sub)
+    if every or command == "audit":  # its options' defaults import the audit (NumPy)
+        audit.add_parser(sub)
+    else:
+        sub.add_parser("audit", help=audit.AUDIT_LINE)
     return parser
 
 
