@@ -64,3 +64,28 @@ def test_keys_through_the_table_equal_the_live_keys_without_numpy():
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["same"] and got["keys"] > 20, got
     assert not got["numpy"], "listing the configuration's keys imported NumPy"
+
+
+_STALE = r"""
+import contextlib, io, sys
+from ldpgraph.simulation import schema_table
+from ldpgraph.simulation.cli import main
+params, summary, model = schema_table.PROTOCOLS["hogs"]
+schema_table.PROTOCOLS["hogs"] = (tuple(p for p in params if p.name != "tau"), summary, model)
+err = io.StringIO()
+with contextlib.redirect_stderr(err):
+    code = main(["run", "--tau", "3", "--store", sys.argv[1]])
+print(code, err.getvalue().strip().splitlines()[-1])
+"""
+
+
+def test_a_flag_missing_from_a_stale_table_is_asked_of_the_module(tmp_path):
+    """The table lags a module (a parameter added, the table not regenerated): ``run`` asks
+    the chosen protocol's module before calling the flag unknown."""
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"not a database\n" * 50)
+    done = subprocess.run(
+        [sys.executable, "-c", _STALE, str(corrupt)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("2 ") and "not a usable" in done.stdout, done.stdout
