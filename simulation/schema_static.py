@@ -12,7 +12,9 @@ or a metric setting run::
     python -m ldpgraph.simulation.schema_static --check     # exit 1 when it is out of date
 
 A protocol or metric whose module is already imported, and every plug-in's or test's, is read
-from the live registry instead (then the table is not needed, and a plug-in is never in it).
+from the live registry instead (then the table is not needed, and a plug-in is never in it);
+so is everything while the protocol and metric packages' sources differ from those the table
+was generated from (:func:`source_hash`): a stale table costs time, never a wrong answer.
 Standard library only.
 """
 
@@ -46,10 +48,37 @@ class ProtocolEntry:
         return tuple(p.name for p in self.params)
 
 
+#: The packages whose modules declare the table's contents (protocol parameters, metric
+#: settings): the table is used only while their sources hash to what it was generated from.
+SOURCES = ("ldpgraph.protocols", "ldpgraph.server.evaluation")
+_FRESH: list[bool] = []
+
+
+def source_hash() -> str:
+    """SHA-256 of every module of :data:`SOURCES` (relative path and text, sorted): what the
+    table was generated from. Found without importing them (~10 ms for ~100 files)."""
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for package in SOURCES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            root = Path(folder)
+            for path in sorted(root.rglob("*.py")):
+                digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _table() -> Any:
+    """The generated table, or None while it lags the sources (a declaration changed and the
+    table was not regenerated): then everything is read from the modules, slower and right."""
     from . import schema_table
 
-    return schema_table
+    if not _FRESH:
+        _FRESH.append(getattr(schema_table, "SOURCE_HASH", None) == source_hash())
+    return schema_table if _FRESH[0] else None
 
 
 def _live_entry(name: str) -> ProtocolEntry:
@@ -65,7 +94,7 @@ def protocol_entry(name: str) -> ProtocolEntry:
     built-in), else the table's (no import). An unknown name raises the registry's error."""
     from ldpgraph.protocols import registry
 
-    table = _table().PROTOCOLS
+    table = getattr(_table(), "PROTOCOLS", {})
     if name in registry.BUILTIN and name in table and not registry.is_loaded(name):
         params, summary, model = table[name]
         return ProtocolEntry(name, params, summary, model)
@@ -93,9 +122,10 @@ def parameters() -> dict[str, tuple[Param, list[str]]]:
 
 
 def _metrics_live() -> bool:
-    """Whether the metric registry is loaded (a run, a test, a metric plug-in): then it is
-    the truth, and asking it costs no further import worth avoiding."""
-    return _METRICS_MODULE in sys.modules
+    """Whether to ask the metric registry: it is loaded (a run, a test, a metric plug-in: then
+    it is the truth, and asking it costs no further import worth avoiding), or the table
+    lags the sources."""
+    return _METRICS_MODULE in sys.modules or _table() is None
 
 
 def metric_names() -> tuple[str, ...]:
@@ -178,6 +208,8 @@ def render() -> str:
         "",
         "from ldpgraph.protocols.params import Param as P",
         "",
+        "#: schema_static.source_hash() of the sources this table was generated from",
+        f"SOURCE_HASH = {source_hash()!r}",
         "_D = [",
         *(f"    {_param_source(p)}," for p in decls),
         "]",
@@ -199,7 +231,9 @@ def mismatches() -> list[str]:
     """What differs between the table and the live declarations (empty: up to date)."""
     import importlib
 
-    table = importlib.reload(_table())
+    from . import schema_table
+
+    table = importlib.reload(schema_table)
     protocols, names, settings = live_tables()
     out = [
         f"protocol {n!r}"
@@ -208,6 +242,8 @@ def mismatches() -> list[str]:
     ]
     if tuple(table.METRIC_NAMES) != names:
         out.append("metric names")
+    if getattr(table, "SOURCE_HASH", None) != source_hash():
+        out.append("the sources' hash")
     out += [
         f"metric setting {n!r}"
         for n in {*settings, *table.METRIC_SETTINGS}

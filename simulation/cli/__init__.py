@@ -17,8 +17,6 @@ from .output import quiet_third_party_warnings
 # Before the commands' imports: PyG warns at import time.
 quiet_third_party_warnings()
 
-from ldpgraph.protocols import registry
-
 from ..extras import MissingExtraError, missing_extra_hint
 from . import audit, datasets, partition, protocols, report, results, run, sweep
 from .audit import cmd_audit
@@ -92,11 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     protocol = chosen_protocol(argv) if argv[:1] == ["run"] else None
     parser = build_parser(protocol, argv[0] if argv else None)
     args, unknown = parser.parse_known_args(argv)
-    if unknown and protocol is not None and not registry.is_loaded(protocol):
-        # The flags came from the generated table: before refusing one, ask the module itself.
-        registry.protocol_info(protocol)
-        parser = build_parser(protocol, argv[0])
-        args, unknown = parser.parse_known_args(argv)
     if unknown:
         command = parser._subparsers._group_actions[0].choices.get(args.command)
         foreign = foreign_flags(unknown, args.protocol) if args.command == "run" else None

@@ -14,7 +14,8 @@ from ldpgraph.simulation import schema_static, schema_table
 
 def test_the_table_is_what_the_modules_declare():
     assert schema_static.mismatches() == [], (
-        "run: python -m ldpgraph.simulation.schema_static --write"
+        "the generated table lags the protocol/metric sources: run "
+        "python -m ldpgraph.simulation.flwr_table --write (it rewrites both tables)"
     )
     assert list(schema_table.PROTOCOLS) == list(registry.BUILTIN)
 
@@ -31,6 +32,8 @@ def test_a_changed_declaration_is_a_mismatch(monkeypatch):
 
     monkeypatch.setattr(schema_static, "live_tables", stale)
     assert schema_static.mismatches() == [f"protocol {name!r}"]
+    monkeypatch.setattr(schema_static, "source_hash", lambda: "other sources")
+    assert schema_static.mismatches() == [f"protocol {name!r}", "the sources' hash"]
 
 
 def test_literals_round_trip():
@@ -72,20 +75,33 @@ from ldpgraph.simulation import schema_table
 from ldpgraph.simulation.cli import main
 params, summary, model = schema_table.PROTOCOLS["hogs"]
 schema_table.PROTOCOLS["hogs"] = (tuple(p for p in params if p.name != "tau"), summary, model)
+if sys.argv[2] == "stale":
+    schema_table.SOURCE_HASH = "generated from other sources"
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
-    code = main(["run", "--tau", "3", "--store", sys.argv[1]])
+    try:
+        code = main(["run", "--tau", "3", "--store", sys.argv[1]])
+    except SystemExit as exc:  # argparse's refusal
+        code = exc.code
 print(code, err.getvalue().strip().splitlines()[-1])
 """
 
 
-def test_a_flag_missing_from_a_stale_table_is_asked_of_the_module(tmp_path):
-    """The table lags a module (a parameter added, the table not regenerated): ``run`` asks
-    the chosen protocol's module before calling the flag unknown."""
+def test_a_table_that_lags_the_sources_is_not_used(tmp_path):
+    """A table without ``--tau`` for hogs: used while its hash is the sources' (the flag is
+    then unknown, which shows the table is what ``run`` reads), ignored once the sources
+    differ (a declaration changed, the table not regenerated): the module is asked instead."""
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"not a database\n" * 50)
-    done = subprocess.run(
-        [sys.executable, "-c", _STALE, str(corrupt)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("2 ") and "not a usable" in done.stdout, done.stdout
+    said = {}
+    for state in ("fresh", "stale"):
+        done = subprocess.run(
+            [sys.executable, "-c", _STALE, str(corrupt), state],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        said[state] = done.stdout
+    assert said["fresh"].startswith("2 ") and "no parameter --tau" in said["fresh"]
+    assert said["stale"].startswith("2 ") and "not a usable" in said["stale"], said
