@@ -47,7 +47,9 @@ def build_parser(
         description="Private graph learning where every graph node is a client: local DP "
         "(HoGS and baselines) and central DP under one harness.",
     )
-    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ShortErrors
     )
