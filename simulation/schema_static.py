@@ -5,11 +5,14 @@ needs every protocol's parameters and every metric's settings. They are declared
 protocol and metric modules, which import NumPy and SciPy: seconds before a one-line refusal
 of a bad ``--store`` could be printed. So the declarations of the built-in ones are also kept
 as a generated table (:mod:`.schema_table`), which this module reads, and which a test holds
-equal to what the modules declare. After changing a protocol parameter, a protocol's summary
-or a metric setting run::
+equal to what the modules declare. After changing anything under ``protocols/`` or
+``server/evaluation/`` run::
 
     python -m ldpgraph.simulation.schema_static --write     # rewrite simulation/schema_table.py
     python -m ldpgraph.simulation.schema_static --check     # exit 1 when it is out of date
+
+(``python -m ldpgraph.simulation.flwr_table --write``, the step after adding a key, runs the
+first too.)
 
 A protocol or metric whose module is already imported, and every plug-in's or test's, is read
 from the live registry instead (then the table is not needed, and a plug-in is never in it);
