@@ -11,16 +11,22 @@ imports neither torch nor Flower.
 from __future__ import annotations
 
 import pkgutil
-from importlib import metadata
 
 # A checkout's ``ldpgraph/`` folder may shadow an installed (non-editable) ldpgraph when Python
 # runs from the repository root: extend the package path so the sub-packages are found there.
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-try:
-    __version__: str = metadata.version("ldpgraph")
-except metadata.PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """The installed distribution's version (``__version__``, read on first use: the metadata
+    machinery costs a one-line refusal of the ``ldpgraph`` command a tenth of its time)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ldpgraph")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
 
 #: The library's functions (name -> module), imported on first use so ``import ldpgraph``
 #: stays light; ``transforms`` and ``results`` are modules.
@@ -41,6 +47,9 @@ __all__ = ["__version__", *_API]
 def __getattr__(name: str):
     import importlib
 
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     if name not in _API:
         raise AttributeError(f"module 'ldpgraph' has no attribute {name!r}")
     module = importlib.import_module(_API[name])

@@ -125,6 +125,13 @@ def generation() -> int:
     return _GENERATION[0]
 
 
+def is_loaded(name: str) -> bool:
+    """Whether protocol ``name`` is registered already (its module imported): asking for its
+    entry then imports nothing (:mod:`ldpgraph.simulation.schema_static` reads the rest from
+    a table)."""
+    return name in _INFOS
+
+
 def register(
     name: str,
     target: type | str | None = None,

@@ -4,11 +4,18 @@ in one line before any node spends budget."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ldpgraph.server import evaluation
+if TYPE_CHECKING:
+    from .config import RunConfig
 
-from .config import RunConfig
+
+def _evaluation() -> Any:
+    """The metric registry, imported when a check needs it (it imports NumPy: the memory
+    check, made before any data is loaded, does not)."""
+    from ldpgraph.server import evaluation
+
+    return evaluation
 
 
 def check_collection(config: RunConfig) -> None:
@@ -44,7 +51,7 @@ def release_kind(protocol: str) -> str:
 
 def scores(metric: str, kind: str) -> bool:
     """Whether ``metric`` measures a ``kind`` release (itself, or through its stand-in)."""
-    m = evaluation.get_metric(metric)
+    m = _evaluation().get_metric(metric)
     return kind in m.kinds or bool(m.stand_ins.get(kind))
 
 
@@ -56,7 +63,7 @@ def check_metrics_fit(config: RunConfig) -> None:
     kind = release_kind(config.protocol)
     if not names or any(scores(n, kind) for n in names):
         return
-    usable = [n for n in evaluation.metric_names() if scores(n, kind)]
+    usable = [n for n in _evaluation().metric_names() if scores(n, kind)]
     raise ValueError(
         f"--metrics {','.join(names)}: none of them scores the {kind} release of "
         f"{config.protocol!r}, so the run would measure nothing; choose from "
@@ -74,7 +81,8 @@ def check_labels(graph: Any, config: RunConfig) -> None:
         and scores("accuracy", kind)
         and getattr(graph, "num_classes", 1) == 0
     ):
-        others = [n for n in evaluation.metric_names() if n != "accuracy" and scores(n, kind)]
+        names = _evaluation().metric_names()
+        others = [n for n in names if n != "accuracy" and scores(n, kind)]
         raise ValueError(
             f"dataset {config.dataset!r} is structure-only (no labels, no features): the "
             f"accuracy metric cannot score it; choose other --metrics, e.g. --metrics "
@@ -86,6 +94,7 @@ def no_hiding_in_deployment(config: RunConfig) -> None:
     """A deployed node reports its own file: a metric that hides edges from the nodes would
     need them left out when the node files are written, which ``ldpgraph partition`` does not
     do yet. Refuse rather than measure on edges the nodes reported."""
+    evaluation = _evaluation()
     hiding = [
         name
         for name in config.metric_names()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ldpgraph.client.budget import NodeSettings
+from ldpgraph.client.settings import NodeSettings
 from ldpgraph.protocols.params import Param, ProtocolParameterError, did_you_mean
 from ldpgraph.server.choices import MODELS, SELECTIONS
 

@@ -8,6 +8,8 @@ hand. After adding a protocol parameter or a metric setting run::
     python -m ldpgraph.simulation.flwr_table --write     # rewrite the table in pyproject.toml
     python -m ldpgraph.simulation.flwr_table --check     # exit 1 when it is out of date
 
+(``--write`` also rewrites simulation/schema_table.py, :mod:`.schema_static`.)
+
 (tests/simulation/test_schema.py runs the check).
 """
 
@@ -39,8 +41,12 @@ def _toml(value: Any) -> str:
 
 def table() -> dict[str, Any]:
     """Every key of the table with its default (hyphenated), in schema order."""
+    from ldpgraph.protocols import registry
+    from ldpgraph.server.evaluation import metric_names
+
     from .config import RunConfig
 
+    registry.all_protocols(), metric_names()  # the modules' declarations, not schema_table's
     return {**RunConfig().to_flwr(), **APP_ONLY}
 
 
@@ -78,16 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.write or args.check):
         print(render(), end="")
         return 0
+    from . import schema_static  # its generated table too (the flags before any import)
+
     text = args.pyproject.read_text()
     new = replace_table(text, render())
     if args.check:
         if new != text:
             print(f"{args.pyproject}: {HEADER} is out of date; run with --write", file=sys.stderr)
             return 1
-        return 0
+        return schema_static.main(["--check"])
     if new != text:
         args.pyproject.write_text(new)
-    return 0
+    return schema_static.main(["--write"])
 
 
 if __name__ == "__main__":

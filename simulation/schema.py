@@ -11,6 +11,7 @@ first asked for.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,21 +80,24 @@ _CACHE: list[Any] = [None, {}]
 def derived_keys() -> dict[str, Derived]:
     """The protocol parameters of every registered protocol (first declaration order over the
     registry) and the settings of every metric: the keys the configuration holds besides its
-    own, flattened. Imports every protocol and metric module on first use (never at import of
-    this module); recomputed when a protocol or metric registers at runtime."""
+    own, flattened. The built-in ones are read from the generated table of
+    :mod:`.schema_static` until their modules are imported (so listing keys imports no NumPy);
+    recomputed when a protocol or metric registers at runtime."""
     from ldpgraph.protocols import registry
-    from ldpgraph.server.evaluation import base as metrics
 
-    stamp = (registry.generation(), metrics.generation())
+    from . import schema_static
+
+    metrics = sys.modules.get("ldpgraph.server.evaluation.base")
+    stamp = (registry.generation(), metrics.generation() if metrics else None)
     if _CACHE[0] == stamp:
         return _CACHE[1]
     seen: dict[str, list[Param]] = {}
     builtin: dict[str, list[Param]] = {}
-    for info in registry.all_protocols():
-        for param in info.params:
+    for entry in schema_static.protocol_entries():
+        for param in entry.params:
             if param.run_key:
                 seen.setdefault(param.name, []).append(param)
-                if not info.runtime:
+                if entry.name in registry.BUILTIN:
                     builtin.setdefault(param.name, []).append(param)
     out: dict[str, Derived] = {}
     for name, params in seen.items():
@@ -104,14 +108,15 @@ def derived_keys() -> dict[str, Derived]:
             out[name] = Derived(common.but(default=common.type()), "protocol", True)
         else:
             out[name] = Derived(common, "protocol")
-    for name, param in metrics.metric_settings().items():
+    for name, param in schema_static.metric_settings().items():
         if name in out or name in _own_fields():
             raise ValueError(f"metric setting {name!r} is also a protocol parameter or run key")
         out[name] = Derived(param, "metrics")
     clash = set(out) & set(_own_fields())
     if clash:
         raise ValueError(f"protocol parameters {sorted(clash)} are also run keys")
-    _CACHE[:] = [(registry.generation(), metrics.generation()), out]
+    metrics = sys.modules.get("ldpgraph.server.evaluation.base")
+    _CACHE[:] = [(registry.generation(), metrics.generation() if metrics else None), out]
     return out
 
 

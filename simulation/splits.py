@@ -24,10 +24,10 @@ privacy: it is a reproduction aid, not part of any mechanism's guarantee.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ldpgraph.protocols.rng import stage_rng
+if TYPE_CHECKING:  # imported in the functions: the run's schema reads SPLIT_MODES, no NumPy
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ def blinkgnn_split(num_nodes: int, train: float = 0.5, val: float = 0.25) -> Spl
     """Blink_GNN's fixed split (independent of the run seed); see the module docstring. A
     validation share of 0 or of all the rest needs no second draw (scikit-learn refuses a
     ``test_size`` of 0 or 1)."""
+    import numpy as np
+
     if not (0.0 < train < 1.0 and 0.0 <= val and train + val <= 1.0):
         raise ValueError(
             f"blinkgnn split needs 0 < train < 1 and train + val <= 1, got {train}, {val}"
@@ -113,6 +115,10 @@ def make_split(num_nodes: int, seed: int, train: float = 0.5, val: float = 0.25)
     validation nodes (halves rounded up), the rest test. Raises ValueError for fractions outside
     [0, 1] or summing above 1.
     """
+    import numpy as np
+
+    from ldpgraph.protocols.rng import stage_rng
+
     if isinstance(num_nodes, bool) or int(num_nodes) != num_nodes or num_nodes < 0:
         raise ValueError(f"num_nodes must be a non-negative integer, got {num_nodes!r}")
     for label, frac in (("train", train), ("val", val)):
@@ -148,6 +154,8 @@ def metis_parts(train: float) -> int:
 
 def metis_partition(num_nodes: int, edges: np.ndarray, parts: int) -> np.ndarray:
     """The part of every node under METIS k-way (pymetis, METIS seed :data:`METIS_SEED`)."""
+    import numpy as np
+
     try:
         import pymetis
     except ImportError:  # pragma: no cover - a declared dependency
@@ -169,6 +177,10 @@ def metis_split(
 ) -> Split:
     """DPAR's reference split (module docstring): the last of 1/(1 − train) METIS parts held
     out, divided at random by ``seed`` into validation and test."""
+    import numpy as np
+
+    from ldpgraph.protocols.rng import stage_rng
+
     parts = metis_parts(train)
     if not 0.0 <= val < 1.0 - train:
         raise ValueError(

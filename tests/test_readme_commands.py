@@ -4,20 +4,23 @@ tests/test_docs_commands.py parses every documented command; this test *runs* th
 It copies the repository's tracked files into a temp folder (a fresh clone of the working
 tree), links the venv that ``make run`` would have made there (this test's own, which records
 the data root as ``make run`` does), and runs each command of every fenced shell block from
-that folder. The rule, one per command (:func:`as_run`):
+that folder. The rule: every command runs for real, on the smallest input that takes the same
+path (:func:`as_run`):
 
 - ``make TARGET`` runs as ``make -n TARGET``: the recipe must expand (the real targets install
   the venv and run the experiment or the whole suite, which is what this test stands in for);
-- ``ldpgraph run …`` runs as ``ldpgraph run … --help``: the real one is minutes of collection
-  and training (``make run`` is that run; tests/test_docs_commands.py checks every flag
-  against the chosen protocol's);
-- ``ldpgraph audit …`` runs with ``--help`` (minutes of draws; tests/simulation/test_audit.py
-  runs the audits);
+- ``ldpgraph run …`` runs as typed (same backend, protocol, ε, model, split and flags) on a
+  small synthetic graph (``--dataset`` :data:`SMALL`) for one training epoch: collection,
+  release, training, evaluation and the summary, in about a minute instead of many;
+- ``ldpgraph audit --all`` runs one row of its table (``--mechanism`` the first, at one ε):
+  the same draws, event choice, bound and table as each of its rows, in seconds instead of
+  minutes (tests/simulation/test_audit.py runs the rows);
 - every other ``ldpgraph`` command (``datasets``, ``protocols``, ``sweep … --dry-run``) runs as
   typed: each is cheap.
 
-Each must exit 0 and print no traceback. A command of another program fails the test: the
-README is the front door, and a command this test cannot run is one a user cannot check.
+Each must exit 0 and print no traceback; a run must print its summary (its fingerprint) and the
+audit its verdict. A command of another program fails the test: the README is the front door,
+and a command this test cannot run is one a user cannot check.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ import pytest
 
 from .test_docs_commands import ROOT, commands, shell_blocks
 
-pytestmark = pytest.mark.slow  # about a minute: eight commands, one measuring every dataset
+pytestmark = pytest.mark.slow  # minutes: two Flower runs, one measuring every dataset
 
 README_COMMANDS = [
     c for block in shell_blocks((ROOT / "README.md").read_text()) for c in commands(block)
 ]
-#: ``ldpgraph`` commands whose real run is long: run with ``--help`` instead.
-LONG = ("run", "audit")
+#: The graph a README ``run`` runs on here: small, and large enough for every protocol's
+#: defaults (DPAR keeps q′ = 9 % of the training nodes and needs M = 70 of them).
+SMALL = "synthetic:n=1000,d=16"
+#: The audit row a README ``audit --all`` runs here (the first of the table, at one ε).
+AUDIT_ROW = ["--mechanism", "rr", "--epsilon", "1"]
 
 
 def as_run(argv: list[str]) -> list[str]:
@@ -47,9 +53,25 @@ def as_run(argv: list[str]) -> list[str]:
     program, args = argv[0], argv[1:]
     if program == "make":
         return ["make", "-n", *args]
-    if Path(program).name == "ldpgraph":
-        return [program, *args, "--help"] if args[:1] and args[0] in LONG else argv
-    raise AssertionError(f"README command {shlex.join(argv)}: no rule to run it here")
+    if Path(program).name != "ldpgraph":
+        raise AssertionError(f"README command {shlex.join(argv)}: no rule to run it here")
+    if args[:1] == ["run"]:
+        if "--dataset" in args:
+            i = args.index("--dataset")
+            args = [*args[:i], *args[i + 2 :]]
+        return [program, *args, "--dataset", SMALL, "--epochs", "1"]
+    if args[:1] == ["audit"]:
+        if args[1:] != ["--all"]:
+            raise AssertionError(f"README command {shlex.join(argv)}: no rule for this audit")
+        return [program, "audit", *AUDIT_ROW]
+    return argv
+
+
+def did_its_work(argv: list[str]) -> str:
+    """What the README command ``argv`` must print on stdout to show that it did its work."""
+    if Path(argv[0]).name != "ldpgraph":
+        return ""
+    return {"run": "fingerprint", "audit": "PASS", "protocols": "hogs"}.get(argv[1], "")
 
 
 def test_the_rule_covers_every_readme_command():
@@ -57,7 +79,9 @@ def test_the_rule_covers_every_readme_command():
     assert [["make", "run"], ["make", "test"]] == README_COMMANDS[:2]
     assert sum(Path(c[0]).name == "ldpgraph" for c in README_COMMANDS) >= 5
     for argv in README_COMMANDS:
-        as_run(argv)
+        run = as_run(argv)
+        if Path(argv[0]).name == "ldpgraph" and argv[1] in ("run", "audit"):  # never --help
+            assert "--help" not in run and run[:2] == argv[:2], run
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +115,4 @@ def test_readme_command_runs(argv, fresh_clone):
     said = done.stdout + done.stderr
     assert done.returncode == 0, f"{shlex.join(run)} exited {done.returncode}:\n{said[-3000:]}"
     assert "Traceback" not in said, f"{shlex.join(run)}:\n{said[-3000:]}"
+    assert did_its_work(argv) in done.stdout, f"{shlex.join(run)}:\n{done.stdout[-3000:]}"

@@ -15,6 +15,7 @@ unless the user named it; Ray is shut down on success, error and Ctrl-C alike.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import shutil
@@ -335,6 +336,10 @@ def run_protocol(
     holder: dict[str, Any] = {}
     abort = threading.Event()
     logging.getLogger("flwr").setLevel(logging.ERROR)
+    # The engine runs the ServerApp in a thread of its own, which starts with an empty context:
+    # the stage lines of the server step (ldpgraph.protocols.progress) go to this caller's
+    # listener only when it runs in a copy of this context.
+    caller = contextvars.copy_context()
     with run_directory(config) as rundir:
         server_app = ServerApp()
 
@@ -342,9 +347,10 @@ def run_protocol(
         def main(grid: Grid, context: Context) -> None:
             holder["started"] = time.perf_counter()
             try:
-                holder["result"] = release_over_grid(
-                    grid, protocol, graph, curator, config, rundir, progress, abort, -(-n // k)
-                )
+                holder["result"] = caller.run(
+                    release_over_grid,
+                    grid, protocol, graph, curator, config, rundir, progress, abort, -(-n // k),
+                )  # fmt: skip
             except BaseException as exc:  # surfaced in the caller's thread below
                 holder["error"] = exc
             holder["finished"] = time.perf_counter()

@@ -40,25 +40,42 @@ def build_parser(
     """The CLI; ``protocol``: the run's protocol, whose parameters ``run`` takes as flags;
     ``command``: the command about to run, when known: another than ``run`` gets ``run`` as a
     name only (its flags are the configuration schema, which imports every protocol and
-    metric module: seconds that ``ldpgraph results`` should not wait for)."""
+    metric module: seconds that ``ldpgraph results`` should not wait for), and so does
+    ``audit`` (its defaults import the audit, and NumPy)."""
     parser = ShortErrors(
         prog="ldpgraph",
         description="Private graph learning where every graph node is a client: local DP "
         "(HoGS and baselines) and central DP under one harness.",
     )
-    from ldpgraph import __version__
-
-    parser.add_argument("--version", action="version", version=f"ldpgraph {__version__}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ShortErrors
     )
-    if command is None or command == "run" or command.startswith("-"):
+    every = command is None or command.startswith("-")
+    if every or command == "run":
         run.add_parser(sub, protocol)
     else:
         sub.add_parser("run", help=run.RUN_HELP)
-    for command in (datasets, protocols, partition, report, results, sweep, audit):
-        command.add_parser(sub)
+    for module in (datasets, protocols, partition, report, results, sweep):
+        module.add_parser(sub)
+    if every or command == "audit":  # its options' defaults import the audit (NumPy)
+        audit.add_parser(sub)
+    else:
+        sub.add_parser("audit", help=audit.AUDIT_LINE)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the version is read when asked for (the metadata lookup costs every other
+    command a tenth of a one-line refusal's time)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        import ldpgraph
+
+        print(f"ldpgraph {ldpgraph.__version__}")
+        parser.exit()
 
 
 def _use_recorded_data_root() -> None:

@@ -7,8 +7,6 @@ import argparse
 import json
 from collections.abc import Iterable
 
-from ldpgraph.server.record_json import json_default
-
 from .errors import UserError
 
 AUDIT_HELP = """\
@@ -32,13 +30,17 @@ neighbouring inputs, 0.15·DRAWS pairs, FAIL when the time adds more than 0.1 to
 Rows that make one node call per draw use 0.1·DRAWS."""
 
 
+#: ``audit``'s line in ``ldpgraph --help``.
+AUDIT_LINE = "empirical ε lower bounds for every client mechanism (PASS/FAIL vs the claim)"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from ..audit import DEFAULT_ALPHA, DEFAULT_DRAWS, DEFAULT_EPSILONS
     from ..audit_rows import AUDITS
 
     p = sub.add_parser(
         "audit",
-        help="empirical ε lower bounds for every client mechanism (PASS/FAIL vs the claim)",
+        help=AUDIT_LINE,
         description=AUDIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -140,6 +142,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if args.json:
+        from ldpgraph.server.record_json import json_default
+
         print(json.dumps([r.as_dict() for r in rows], indent=2, default=json_default))
     else:
         print(format_table(rows))

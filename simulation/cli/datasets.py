@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ldpgraph.server.record_json import to_json
-
 from ..config import key_help
 from .output import stage_printer
 
@@ -42,6 +40,8 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     with progress.listening(say):  # one line per dataset measured
         rows = dataset_catalog(args.data_root, compute=not args.no_measure)
     if args.json:
+        from ldpgraph.server.record_json import to_json
+
         print(to_json(rows, indent=2))
         return 0
     print(f"{'name':<18}{'nodes':>8}{'edges':>9}{'feats':>7}{'cls':>5}  offline  description")

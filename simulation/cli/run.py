@@ -10,10 +10,8 @@ import sys
 from typing import Any
 
 from ldpgraph.protocols import registry
-from ldpgraph.protocols.base import FEATURE_SHARE
-from ldpgraph.server.evaluation import metric_names
-from ldpgraph.server.record_json import to_json
 
+from .. import schema_static
 from ..config import (
     SECTIONS,
     ConfigError,
@@ -76,7 +74,7 @@ def _add_config_flags(
     default_protocol = key_default("protocol")
     params = protocol_help()
     chosen = protocol or default_protocol
-    declared = registry.protocol_info(chosen).param_names
+    declared = schema_static.protocol_entry(chosen).param_names
     if protocol is None or protocol == default_protocol:
         p.epilog = (
             f"Protocol parameters shown: {chosen!r}'s. Another protocol's: ldpgraph run "
@@ -106,7 +104,7 @@ def _add_config_flags(
             extra["type"] = type(default)
         help_ = params.get(name) or key_help(name)
         if name == "metrics":
-            help_ += ": " + ", ".join(metric_names())
+            help_ += ": " + ", ".join(schema_static.metric_names())
         group = central if name in central_keys else groups[section_of(name)]
         if name in _UNSET_UNLESS_GIVEN:  # whether the user gave it decides `seeded`
             help_ += " (default: 0)" if name == "seed" else " (default: true iff --seed is given)"
@@ -179,11 +177,22 @@ def check_device(device: str) -> None:
         )
 
 
+def _protocol(config: RunConfig) -> Any:
+    """The run's one protocol: the one validation built (the pipeline, which imports the
+    whole server side, only when there is none)."""
+    built = config.built_protocol()
+    if built is not None:
+        return built
+    from ..pipeline import build_protocol
+
+    return build_protocol(config)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or submit) one experiment, record it if asked, print its summary or JSON."""
-    config = config_from_args(args)
-    if args.store:
+    if args.store:  # before the configuration: checking it imports the protocol's module
         check_store(args.store, "--store")
+    config = config_from_args(args)
     if config.backend != "deploy":
         from ..datasets import check_dataset
 
@@ -191,16 +200,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_cache_writable([config.dataset])
         check_device(config.device)
         from ..checks import check_memory
-        from ..pipeline import build_protocol
 
-        check_memory(config, build_protocol(config))
+        check_memory(config, _protocol(config))
     if config.backend == "deploy":
         result = _run_deploy(config, args)
     else:
         if args.superlink:
             raise UserError("--superlink is for --backend deploy")
         from ..api import run_record
-        from ..pipeline import build_protocol
 
         if config.backend == "flower":
             exit_on_interrupt()
@@ -212,13 +219,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             config,
             stage=stage_printer(args.quiet),
             show_progress=not args.quiet,
-            protocol=None if config.backend == "flower" else build_protocol(config),
+            protocol=None if config.backend == "flower" else _protocol(config),
         )
     if args.store:
         from ..results.store import record_run
 
         record_run(args.store, config, result)
     if args.json:
+        from ldpgraph.server.record_json import to_json
+
         print(to_json(result, indent=2))
     else:
         from ldpgraph.server.record import summary
@@ -233,6 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def collapse_warning(result: dict[str, Any]) -> str | None:
     """What to tell the user when training collapsed onto one class (``training.collapsed``,
     see ldpgraph.server.training.collapse_check), with the settings to try; None otherwise."""
+    from ldpgraph.protocols.base import FEATURE_SHARE
+
     tr = result.get("training") or {}
     if not tr.get("collapsed"):
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ldpgraph.protocols import registry
 
+from .. import schema_static
 from ..config import key_default
 
 #: How ``--protocol`` groups the protocols: privacy model → heading with its privacy unit.
@@ -24,20 +25,20 @@ PRIVACY_FAMILIES = {
 def central_only_parameters() -> set[str]:
     """Protocol parameters that only central-DP strategies use (their own ``--help`` group)."""
     central = {
-        i.name
-        for i in registry.all_protocols()
-        if getattr(i.resolve(), "privacy_model", "ldp") in ("central", "empirical")
+        e.name
+        for e in schema_static.protocol_entries()
+        if e.privacy_model in ("central", "empirical")
     }
-    return {name for name, (_p, users) in registry.parameters().items() if set(users) <= central}
+    params = schema_static.parameters()
+    return {name for name, (_p, users) in params.items() if set(users) <= central}
 
 
 def protocol_help() -> dict[str, str]:
     """``--protocol`` and every protocol parameter's help, from the registry: the parameter's
     help, its allowed values and the protocols that use it."""
     families: dict[str, list[str]] = {model: [] for model in PRIVACY_FAMILIES}
-    for i in registry.all_protocols():
-        model = getattr(i.resolve(), "privacy_model", "ldp")
-        families.setdefault(model, []).append(f"{i.name}: {i.summary}")
+    for e in schema_static.protocol_entries():
+        families.setdefault(e.privacy_model, []).append(f"{e.name}: {e.summary}")
     out = {
         "protocol": "the protocol (`ldpgraph protocols` lists them with their parameters). "
         + " ".join(
@@ -46,7 +47,7 @@ def protocol_help() -> dict[str, str]:
             if items
         )
     }
-    for name, (param, users) in registry.parameters().items():
+    for name, (param, users) in schema_static.parameters().items():
         out[name] = f"{param.help}; {param.allowed}; used by {', '.join(users)}"
     return out
 
@@ -65,7 +66,7 @@ def chosen_protocol(argv: list[str]) -> str:
 
 def foreign_flags(unknown: list[str], protocol: str) -> str | None:
     """The error for flags of other protocols' parameters given to ``protocol``, if any."""
-    params = registry.parameters()
+    params = schema_static.parameters()
     named = []
     for arg in unknown:
         name = arg.removeprefix("--").partition("=")[0].replace("-", "_")

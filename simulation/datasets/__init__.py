@@ -31,20 +31,45 @@ What every graph looks like
     CitationFull TF-IDF weights), self-loops dropped, edges made undirected.
 """
 
-from .build import LOADER_VERSION
-from .info import DatasetError, DatasetInfo, Fetcher, Loader, Stats
-from .load import check_dataset, dataset_catalog, load_dataset
-from .locations import (
-    DATA_HINT,
-    DATA_ROOT_FILE,
-    ENV_CACHE,
-    ENV_DATA,
-    cache_dir,
-    recorded_data_root,
-    resolve_data_root,
-)
-from .registry import DATASETS, parse_dataset_spec, register_dataset
-from .synthetic import SYNTHETIC_DEFAULTS, synthetic_graph
+import importlib
+from typing import Any
+
+#: Where each public name lives, imported on first use (PEP 562): the ``ldpgraph`` command
+#: reads the recorded data root (:mod:`.locations`) before any refusal, and the family and
+#: build modules import NumPy, which a one-line refusal should not wait for.
+_WHERE = {
+    "LOADER_VERSION": "build",
+    **dict.fromkeys(("DatasetError", "DatasetInfo", "Fetcher", "Loader", "Stats"), "info"),
+    **dict.fromkeys(("check_dataset", "dataset_catalog", "load_dataset"), "load"),
+    **dict.fromkeys(
+        (
+            "DATA_HINT",
+            "DATA_ROOT_FILE",
+            "ENV_CACHE",
+            "ENV_DATA",
+            "cache_dir",
+            "recorded_data_root",
+            "resolve_data_root",
+        ),
+        "locations",
+    ),
+    **dict.fromkeys(("DATASETS", "parse_dataset_spec", "register_dataset"), "registry"),
+    **dict.fromkeys(("SYNTHETIC_DEFAULTS", "synthetic_graph"), "synthetic"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "DATASETS",

@@ -7,11 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ldpgraph.protocols.graph import Graph
+if TYPE_CHECKING:  # the data root is found before any refusal: no NumPy for it
+    from ldpgraph.protocols.graph import Graph
 
 
 class DatasetError(ValueError):
@@ -36,7 +35,7 @@ class Stats:
         }
 
 
-Loader = Callable[[Path, "DatasetInfo"], Graph]
+Loader = Callable[[Path, "DatasetInfo"], "Graph"]
 Fetcher = Callable[[Path, "DatasetInfo"], None]
 
 
@@ -62,6 +61,8 @@ class DatasetInfo:
 
 def coerce_param(dataset: str, key: str, value: Any, default: Any) -> Any:
     """Convert a parameter to its default's type (int or float), refusing lossy conversions."""
+    import numpy as np
+
     bad = DatasetError(
         f"{dataset}: parameter {key}={value!r} is not a valid {type(default).__name__}"
     )

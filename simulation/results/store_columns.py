@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ldpgraph.server.record import metric_sections
-
 from .identity import config_hash, run_key
 from .owners import iso
 
@@ -70,6 +68,8 @@ def result_fields(result: dict[str, Any], finished: datetime) -> dict[str, Any]:
     accuracy = result.get("accuracy") or {}
     total = to_float((result.get("timings") or {}).get("total"))
     started = finished.timestamp() - (total or 0.0)
+    from ldpgraph.server.record import metric_sections  # NumPy: not for opening a store
+
     sections = metric_sections(result)
     extra = {k: v for k, v in result.items() if k not in _RECORD_KNOWN and k not in sections}
     metrics = {

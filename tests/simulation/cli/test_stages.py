@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from . import SMALL, run_cli
 
 
@@ -28,3 +30,38 @@ def test_a_run_names_its_phases_in_order(capsys):
     code, _, err = run_cli(capsys, "run", "--quiet", "--dataset", SMALL, "--epochs", "2",
                            "--backend", "local")  # fmt: skip
     assert code == 0 and "[" not in err, err
+
+
+#: A stage line said inside HoGS's server step (ldpgraph.protocols.progress), not by the
+#: pipeline: on the Flower backend the server step runs in the ServerApp (another process for
+#: ``flwr run``, another thread for the in-process engine), and must still reach the printer.
+SERVER_SIDE = "HoGS: topology from"
+TINY = "synthetic:n=40,classes=2,d=8,avg_degree=4,seed=3"
+
+
+@pytest.mark.slow
+def test_a_flower_run_shows_the_server_steps_own_stage_lines(capsys):
+    """``flwr run``: the ServerApp logs each line marked; the runner relays them."""
+    code, out, err = run_cli(
+        capsys, "run", "--dataset", TINY, "--backend", "flower", "--epochs", "1",
+        "--ray-actors", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    said = [m.group(1) for m in re.finditer(r"^\[\s*[\d.]+s\] (.*)$", err, re.M)]
+    assert any(line.startswith(SERVER_SIDE) for line in said), said
+    assert "fingerprint" in out
+
+
+@pytest.mark.slow
+def test_the_in_process_engine_relays_them_too():
+    """Sweeps call the pipeline, whose ``flower`` collection runs Flower's in-process engine:
+    the ServerApp's thread says its stage lines to the caller's listener."""
+    from ldpgraph.simulation import pipeline
+    from ldpgraph.simulation.config import RunConfig
+
+    said: list[str] = []
+    config = RunConfig.from_mapping(
+        {"dataset": TINY, "backend": "flower", "epochs": 1, "ray_actors": 1}
+    )
+    pipeline.run(config, stage=said.append)
+    assert any(line.startswith(SERVER_SIDE) for line in said), said

@@ -2,8 +2,12 @@
 a corrupt or unwritable ``--store``, a synthetic graph whose reports cannot fit in memory, an
 ε too small for any node to accept, and a valid store read as it is. Each runs in a fresh
 interpreter, which then must not have imported torch, PyG, Flower, Ray or dp-accounting:
-importing them is what made these one-line errors take seconds. (No timing is asserted: the
-modules are what the check can hold without depending on the machine's load.)"""
+importing them is what made these one-line errors take seconds. The three store commands must
+not have imported NumPy or SciPy either (``run``'s flags come from the generated schema table,
+:mod:`ldpgraph.simulation.schema_static`, and the store is checked before the configuration);
+the memory and ε refusals build the chosen protocol, whose module needs NumPy, and must have
+imported no other protocol's module. (No timing is asserted: the modules are what the check
+can hold without depending on the machine's load.)"""
 
 from __future__ import annotations
 
@@ -12,63 +16,82 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 #: What a refusal must not wait for (each takes from a second to several to import).
 HEAVY = ("torch", "torch_geometric", "flwr", "ray", "dp_accounting", "grpc")
+#: What a refusal that needs no protocol must not wait for either (about 0.6 s together).
+ARRAYS = ("numpy", "scipy")
 
-#: One interpreter runs the commands in turn and says, after each, its exit code, the last
-#: line of its stderr and which HEAVY modules are loaded by then. The memory limit is pinned
-#: (64 GiB) so that the synthetic graph is refused on any machine.
+#: A fresh interpreter runs one command and says its exit code, the last line of its stderr,
+#: which HEAVY and ARRAYS modules are loaded by then and which protocol modules. The memory
+#: limit is pinned (64 GiB) so that the synthetic graph is refused on any machine.
 _SCRIPT = r"""
 import contextlib, io, json, sys
 from ldpgraph.simulation import checks
 from ldpgraph.simulation.cli import main
 checks.total_memory = lambda: 64 * 2**30
-out = []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
-    lines = err.getvalue().strip().splitlines()
-    heavy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
-    out.append({"argv": argv, "code": code, "err": lines[-1] if lines else "", "heavy": heavy})
-print(json.dumps(out))
+err = io.StringIO()
+with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    code = main(json.loads(sys.argv[1]))
+lines = err.getvalue().strip().splitlines()
+loaded = sorted({m.split(".")[0] for m in sys.modules})
+protocols = sorted(m for m in sys.modules if m.startswith("ldpgraph.protocols.central")
+                   or m in ("ldpgraph.protocols.ldp.blink", "ldpgraph.protocols.ldp.rr",
+                            "ldpgraph.protocols.ldp.ldpgen", "ldpgraph.protocols.ldp.solitude"))
+print(json.dumps({"code": code, "err": lines[-1] if lines else "", "loaded": loaded,
+                  "protocols": protocols}))
 """
 
+RUN = ["run", "--backend", "local", "--quiet"]
 
-def test_the_five_late_errors_come_before_the_heavy_imports(tmp_path):
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """A corrupt store, a path under a file, and a valid store in a read-only folder."""
     from ldpgraph.simulation.results.store import ResultsStore
 
-    corrupt = tmp_path / "corrupt.db"
+    root = tmp_path_factory.mktemp("stores")
+    corrupt = root / "corrupt.db"
     corrupt.write_bytes(b"not a database at all\n" * 100)
-    blocker = tmp_path / "a-file"
+    blocker = root / "a-file"
     blocker.write_text("a file, not a folder\n")
-    valid = tmp_path / "valid.db"
-    ResultsStore(valid).close()
-    run = ["run", "--backend", "local", "--quiet"]
-    commands = [
-        [*run, "--store", str(corrupt)],
-        [*run, "--store", str(blocker / "sub" / "r.db")],
-        [*run, "--dataset", "synthetic:n=10000000,d=16"],
-        [*run, "--epsilon", "1e-9"],
-        ["results", "--store", str(valid)],
-    ]
+    folder = root / "read-only"
+    folder.mkdir()
+    ResultsStore(folder / "valid.db").close()
+    (folder / "valid.db").chmod(0o444)
+    folder.chmod(0o555)
+    yield {"corrupt": corrupt, "blocked": blocker / "sub" / "r.db", "valid": folder / "valid.db"}
+    folder.chmod(0o755)
+
+
+CASES = {
+    "corrupt store": (lambda s: [*RUN, "--store", str(s["corrupt"])], 2, "not a usable", True),
+    "unwritable store": (lambda s: [*RUN, "--store", str(s["blocked"])], 2, "cannot be", True),
+    "memory": (lambda s: [*RUN, "--dataset", "synthetic:n=10000000,d=16"], 2, "GiB", False),
+    "tiny epsilon": (lambda s: [*RUN, "--epsilon", "1e-9"], 2, "too small", False),
+    "read-only store": (lambda s: ["results", "--store", str(s["valid"])], 0, "", True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_five_late_errors_come_before_the_heavy_imports(case, stores, tmp_path):
+    argv, code, words, no_arrays = CASES[case]
+    argv = argv(stores)
     env = dict(os.environ, LDPGRAPH_CACHE=str(tmp_path / "cache"), FLWR_TELEMETRY_ENABLED="0")
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(commands), json.dumps(HEAVY)],
+        [sys.executable, "-c", _SCRIPT, json.dumps(argv)],
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    expect = [
-        (2, "not a usable ldpgraph results store"),
-        (2, "cannot be created"),
-        (2, "GiB"),
-        (2, "too small"),
-        (0, ""),
-    ]
-    for row, (code, words) in zip(got, expect, strict=True):
-        assert row["code"] == code and words in row["err"], row
-        assert row["heavy"] == [], f"{row['argv']} imported {row['heavy']} before: {row['err']}"
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    assert row["code"] == code and words in row["err"], row
+    heavy = sorted(set(HEAVY) & set(row["loaded"]))
+    assert heavy == [], f"{argv} imported {heavy} before: {row['err']}"
+    if no_arrays:
+        arrays = sorted(set(ARRAYS) & set(row["loaded"]))
+        assert arrays == [], f"{argv} imported {arrays} before: {row['err']}"
+    assert row["protocols"] == [], f"{argv} imported other protocols: {row['protocols']}"

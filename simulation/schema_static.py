@@ -1,0 +1,284 @@
+"""The built-in protocols' and metrics' declarations, readable without importing their modules.
+
+Listing the configuration's keys (``ldpgraph run``'s flags, its ``--help``, the run identity)
+needs every protocol's parameters and every metric's settings. They are declared in the
+protocol and metric modules, which import NumPy and SciPy: seconds before a one-line refusal
+of a bad ``--store`` could be printed. So the declarations of the built-in ones are also kept
+as a generated table (:mod:`.schema_table`), which this module reads, and which a test holds
+equal to what the modules declare. After changing anything under ``protocols/`` or
+``server/evaluation/`` run::
+
+    python -m ldpgraph.simulation.schema_static --write     # rewrite simulation/schema_table.py
+    python -m ldpgraph.simulation.schema_static --check     # exit 1 when it is out of date
+
+(``python -m ldpgraph.simulation.flwr_table --write``, the step after adding a key, runs the
+first too.)
+
+A protocol or metric whose module is already imported, and every plug-in's or test's, is read
+from the live registry instead (then the table is not needed, and a plug-in is never in it);
+so is everything while the protocol and metric packages' sources differ from those the table
+was generated from (:func:`source_hash`): a stale table costs time, never a wrong answer.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import Counter
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ldpgraph.protocols.params import Param
+
+_METRICS_MODULE = "ldpgraph.server.evaluation.base"
+
+
+@dataclass(frozen=True)
+class ProtocolEntry:
+    """What listing a protocol's keys and help needs: its parameters, summary and privacy
+    model (``ldp``, ``central``, ``none``, ``empirical``)."""
+
+    name: str
+    params: tuple[Param, ...]
+    summary: str
+    privacy_model: str
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+#: The packages whose modules declare the table's contents (protocol parameters, metric
+#: settings): the table is used only while their sources hash to what it was generated from.
+SOURCES = ("ldpgraph.protocols", "ldpgraph.server.evaluation")
+_FRESH: list[bool] = []
+
+
+def source_hash() -> str:
+    """SHA-256 of every module of :data:`SOURCES` (relative path and text, sorted): what the
+    table was generated from. Found without importing them (~10 ms for ~100 files)."""
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for package in SOURCES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            root = Path(folder)
+            for path in sorted(root.rglob("*.py")):
+                digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _table() -> Any:
+    """The generated table, or None while it lags the sources (a declaration changed and the
+    table was not regenerated): then everything is read from the modules, slower and right."""
+    from . import schema_table
+
+    if not _FRESH:
+        _FRESH.append(getattr(schema_table, "SOURCE_HASH", None) == source_hash())
+    return schema_table if _FRESH[0] else None
+
+
+def _live_entry(name: str) -> ProtocolEntry:
+    from ldpgraph.protocols import registry
+
+    info = registry.protocol_info(name)
+    model = getattr(info.resolve(), "privacy_model", "ldp")
+    return ProtocolEntry(name, info.params, info.summary, model)
+
+
+def protocol_entry(name: str) -> ProtocolEntry:
+    """Protocol ``name``'s entry: the live registry's when its module is loaded (or it is no
+    built-in), else the table's (no import). An unknown name raises the registry's error."""
+    from ldpgraph.protocols import registry
+
+    table = getattr(_table(), "PROTOCOLS", {})
+    if name in registry.BUILTIN and name in table and not registry.is_loaded(name):
+        params, summary, model = table[name]
+        return ProtocolEntry(name, params, summary, model)
+    return _live_entry(name)
+
+
+def protocol_entries() -> list[ProtocolEntry]:
+    """Every protocol's entry, in the registry's order (built-in ones first)."""
+    from ldpgraph.protocols import registry
+
+    return [protocol_entry(name) for name in registry.protocol_names()]
+
+
+def parameters() -> dict[str, tuple[Param, list[str]]]:
+    """Every protocol parameter name: its most common declaration and the protocols that
+    declare it (as :func:`ldpgraph.protocols.registry.parameters`, without the imports)."""
+    seen: dict[str, list[tuple[Param, str]]] = {}
+    for entry in protocol_entries():
+        for p in entry.params:
+            seen.setdefault(p.name, []).append((p, entry.name))
+    return {
+        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
+        for name, uses in seen.items()
+    }
+
+
+def _metrics_live() -> bool:
+    """Whether to ask the metric registry: it is loaded (a run, a test, a metric plug-in: then
+    it is the truth, and asking it costs no further import worth avoiding), or the table
+    lags the sources."""
+    return _METRICS_MODULE in sys.modules or _table() is None
+
+
+def metric_names() -> tuple[str, ...]:
+    """Every metric's name (registry order)."""
+    if _metrics_live():
+        from ldpgraph.server.evaluation import base
+
+        return base.metric_names()
+    return tuple(_table().METRIC_NAMES)
+
+
+def metric_settings() -> dict[str, Param]:
+    """Every metric's settings by name (as :func:`~ldpgraph.server.evaluation.base.
+    metric_settings`)."""
+    if _metrics_live():
+        from ldpgraph.server.evaluation import base
+
+        return base.metric_settings()
+    return dict(_table().METRIC_SETTINGS)
+
+
+# --- generating the table ---------------------------------------------------------------
+
+
+def _literal(value: Any) -> str:
+    """Python source for a declaration's value (types by name, infinities through math)."""
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value).replace("inf", "math.inf") if not math.isnan(value) else "math.nan"
+    if isinstance(value, tuple):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if value is None or isinstance(value, bool | int | float | str):
+        return repr(value)
+    raise TypeError(f"no literal for {value!r} in a declaration")
+
+
+def _param_source(p: Param) -> str:
+    default = Param(p.name, p.type, p.default, p.help)
+    args = [_literal(p.name), _literal(p.type), _literal(p.default), _literal(p.help)]
+    for f in fields(Param)[4:]:
+        value = getattr(p, f.name)
+        if value != getattr(default, f.name):
+            args.append(f"{f.name}={_literal(value)}")
+    return "P(" + ", ".join(args) + ")"
+
+
+def live_tables() -> tuple[dict[str, Any], tuple[str, ...], dict[str, Param]]:
+    """What the modules declare now (imports every built-in protocol and metric module):
+    ``name -> (params, summary, privacy model)``, the metric names, the metric settings."""
+    from ldpgraph.protocols import registry
+    from ldpgraph.server.evaluation import base
+
+    protocols = {}
+    for name in registry.BUILTIN:
+        entry = _live_entry(name)
+        protocols[name] = (entry.params, entry.summary, entry.privacy_model)
+    names = tuple(n for n in base.metric_names() if n in base.BUILTIN)
+    settings = {p.name: p for n in names for p in base.METRICS[n].settings}  # built-in metrics only
+    return protocols, names, settings
+
+
+def render() -> str:
+    """The source of :mod:`.schema_table` from the live declarations: each distinct
+    declaration once (``_D``), the protocols and metric settings naming them by index."""
+    protocols, names, settings = live_tables()
+    decls: dict[Param, int] = {}
+    for params, _summary, _model in protocols.values():
+        for p in params:
+            decls.setdefault(p, len(decls))
+    for p in settings.values():
+        decls.setdefault(p, len(decls))
+    out = [
+        '"""Generated by ``python -m ldpgraph.simulation.schema_static --write`` from the',
+        'built-in protocols\' and metrics\' declarations (see that module); do not edit."""',
+        "",
+        "# ruff: noqa: E501",
+        "import math  # noqa: F401  (an infinite default, when one is declared)",
+        "",
+        "from ldpgraph.protocols.params import Param as P",
+        "",
+        "#: schema_static.source_hash() of the sources this table was generated from",
+        f"SOURCE_HASH = {source_hash()!r}",
+        "_D = [",
+        *(f"    {_param_source(p)}," for p in decls),
+        "]",
+        "#: name -> (parameters, summary, privacy model)",
+        "PROTOCOLS = {",
+    ]
+    for name, (params, summary, model) in protocols.items():
+        refs = "".join(f"_D[{decls[p]}], " for p in params)
+        out.append(f"    {name!r}: (({refs}), {summary!r}, {model!r}),")
+    out.append("}")
+    out.append(f"METRIC_NAMES = {names!r}")
+    out.append("METRIC_SETTINGS = {")
+    out.extend(f"    {n!r}: _D[{decls[p]}]," for n, p in settings.items())
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def mismatches() -> list[str]:
+    """What differs between the table and the live declarations (empty: up to date)."""
+    import importlib
+
+    from . import schema_table
+
+    table = importlib.reload(schema_table)
+    protocols, names, settings = live_tables()
+    out = [
+        f"protocol {n!r}"
+        for n in {*protocols, *table.PROTOCOLS}
+        if protocols.get(n) != table.PROTOCOLS.get(n)
+    ]
+    if tuple(table.METRIC_NAMES) != names:
+        out.append("metric names")
+    if getattr(table, "SOURCE_HASH", None) != source_hash():
+        out.append("the sources' hash")
+    out += [
+        f"metric setting {n!r}"
+        for n in {*settings, *table.METRIC_SETTINGS}
+        if settings.get(n) != table.METRIC_SETTINGS.get(n)
+    ]
+    return sorted(out)
+
+
+def table_path() -> Path:
+    return Path(__file__).with_name("schema_table.py")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ldpgraph.simulation.schema_static")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", action="store_true", help="rewrite simulation/schema_table.py")
+    group.add_argument("--check", action="store_true", help="exit 1 when it is out of date")
+    args = parser.parse_args(argv)
+    path = table_path()
+    if args.write:
+        path.write_text(render())
+        print(f"wrote {path}")
+        return 0
+    stale = mismatches()
+    if stale:
+        print(
+            f"{path} is out of date ({'; '.join(stale)}): "
+            "python -m ldpgraph.simulation.schema_static --write"
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
