@@ -88,16 +88,17 @@ def fresh_seed() -> int:
     return secrets.randbits(63)
 
 
-def memoise_report(protocol: Any) -> Any:
+def memoise_report(protocol: Any, cached: dict[Any, Any] | None = None) -> Any:
     """``protocol`` with ``privacy_report`` computed once per distinct argument list: every
     central strategy's report is a function of its parameters and those arguments alone
     (EdgeRand's and LapGraph's call dp-accounting's PLD, up to seconds at a large ε; DPAR's
     paper figure inverts a bisection over dp-accounting's analytic Gaussian, about a second
     per release at ε = 100), and the audit's draws on one world repeat the same arguments
     (DPAR's ``noise`` and ``plan`` are frozen dataclasses). Unhashable arguments are computed
-    every time. The release itself is untouched."""
+    every time. ``cached``: the reports of another instance of the same strategy and
+    parameters (:func:`audit_protocol`). The release itself is untouched."""
     compute = protocol.privacy_report
-    cached: dict[Any, Any] = {}
+    cached = {} if cached is None else cached
 
     def report(*args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
@@ -111,6 +112,22 @@ def memoise_report(protocol: Any) -> Any:
 
     protocol.privacy_report = report
     return protocol
+
+
+#: Reports by (class, strategy, parameters): every row of a process that builds the same
+#: strategy reads one set (a planted variant's PLD at ε = 50 is computed once, not once per
+#: row). The class is part of the key: a test that registers its own strategy under a used
+#: name gets its own reports.
+_REPORTS: dict[tuple[type, str, str], dict[Any, Any]] = {}
+
+
+def audit_protocol(name: str, params: dict[str, Any]) -> Any:
+    """``make_protocol(name, **params)`` with its reports memoised (:func:`memoise_report`)."""
+    from ldpgraph.protocols.registry import make_protocol
+
+    protocol = make_protocol(name, **params)
+    key = (type(protocol), name, repr(sorted(params.items())))
+    return memoise_report(protocol, _REPORTS.setdefault(key, {}))
 
 
 #: Batches of draws by (protocol, parameters, worlds, statistic, draws): rows that run the same
@@ -147,14 +164,13 @@ def _batch(
     A planted row (:func:`planted_row`) samples exactly its honest row's planted batch, and
     its own power check the same batch again: with identical draws it can never PASS (its
     planted bound equals its honest one), so sharing cannot turn a verdict into a PASS."""
-    from ldpgraph.protocols.registry import make_protocol
 
     key = (name, repr(sorted(params.items())), case.worlds, case.statistic, draws)
     if shared is not None and key in shared:
         tick(2 * draws)  # the bar counts releases the row stands on, drawn or shared
         return shared[key]
     if protocol is None:
-        protocol = memoise_report(make_protocol(name, **params))
+        protocol = audit_protocol(name, params)
     out = _sample(protocol, worlds, case.statistic, draws, tick)
     if shared is not None:
         shared[key] = out
@@ -182,13 +198,11 @@ def audit_case(
     batches instead of four."""
     import time
 
-    from ldpgraph.protocols.registry import make_protocol
-
     start = time.perf_counter()
     draws = case.draws if draws is None else int(draws)
     if draws < 4 and not (case.skip or case.claim_only):
         raise ValueError(f"draws must be >= 4, got {draws}")
-    protocol = memoise_report(make_protocol(case.protocol, **case.params))
+    protocol = audit_protocol(case.protocol, case.params)
     pre = protocol.privacy_report()
     row = CentralRow(
         case.name, case.protocol, pre.unit, case.neighbours, case.statistic_text, draws,
@@ -222,11 +236,10 @@ def _headline(case: CentralCase, protocol: Any, pre: Any, worlds: Any) -> Any:
     """The privacy report the case is audited against: the headline as run on the second
     world (it may depend on the data), of the planted releases' honest twin with
     ``claims_as``; the protocol's own report when it claims nothing."""
-    from ldpgraph.protocols.registry import make_protocol
 
     claimant = protocol
     if case.claims_as is not None:
-        claimant = memoise_report(make_protocol(case.claims_as[0], **case.claims_as[1]))
+        claimant = audit_protocol(*case.claims_as)
         pre = claimant.privacy_report()
     if math.isinf(pre.epsilon):
         return pre
