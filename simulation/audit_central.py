@@ -164,7 +164,6 @@ def _batch(
     A planted row (:func:`planted_row`) samples exactly its honest row's planted batch, and
     its own power check the same batch again: with identical draws it can never PASS (its
     planted bound equals its honest one), so sharing cannot turn a verdict into a PASS."""
-
     key = (name, repr(sorted(params.items())), case.worlds, case.statistic, draws)
     if shared is not None and key in shared:
         tick(2 * draws)  # the bar counts releases the row stands on, drawn or shared
@@ -236,7 +235,6 @@ def _headline(case: CentralCase, protocol: Any, pre: Any, worlds: Any) -> Any:
     """The privacy report the case is audited against: the headline as run on the second
     world (it may depend on the data), of the planted releases' honest twin with
     ``claims_as``; the protocol's own report when it claims nothing."""
-
     claimant = protocol
     if case.claims_as is not None:
         claimant = audit_protocol(*case.claims_as)
