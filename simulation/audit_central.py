@@ -88,23 +88,51 @@ def fresh_seed() -> int:
     return secrets.randbits(63)
 
 
-def memoise_report(protocol: Any) -> Any:
-    """``protocol`` with its argument-free ``privacy_report()`` computed once: that report is a
-    function of the parameters alone (EdgeRand's and LapGraph's call dp-accounting's PLD, up to
-    seconds at a large ε), while a data-dependent call (``privacy_report(n=…)``, DPAR's keyword
-    figures) still runs every time. The release itself is untouched."""
+def memoise_report(protocol: Any, cached: dict[Any, Any] | None = None) -> Any:
+    """``protocol`` with ``privacy_report`` computed once per distinct argument list: every
+    central strategy's report is a function of its parameters and those arguments alone
+    (EdgeRand's and LapGraph's call dp-accounting's PLD, up to seconds at a large ε; DPAR's
+    paper figure inverts a bisection over dp-accounting's analytic Gaussian, about a second
+    per release at ε = 100), and the audit's draws on one world repeat the same arguments
+    (DPAR's ``noise`` and ``plan`` are frozen dataclasses). Unhashable arguments are computed
+    every time. ``cached``: the reports of another instance of the same strategy and
+    parameters (:func:`audit_protocol`). The release itself is untouched."""
     compute = protocol.privacy_report
-    cached: list[Any] = []
+    cached = {} if cached is None else cached
 
     def report(*args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:
+        key = (args, tuple(sorted(kwargs.items())))
+        try:
+            hit = cached.get(key)
+        except TypeError:  # an unhashable argument: nothing to key on
             return compute(*args, **kwargs)
-        if not cached:
-            cached.append(compute())
-        return copy.deepcopy(cached[0])
+        if hit is None:
+            hit = cached[key] = compute(*args, **kwargs)
+        return copy.deepcopy(hit)
 
     protocol.privacy_report = report
     return protocol
+
+
+#: Reports by (class, strategy, parameters): every row of a process that builds the same
+#: strategy reads one set (a planted variant's PLD at ε = 50 is computed once, not once per
+#: row). The class is part of the key: a test that registers its own strategy under a used
+#: name gets its own reports.
+_REPORTS: dict[tuple[type, str, str], dict[Any, Any]] = {}
+
+
+def audit_protocol(name: str, params: dict[str, Any]) -> Any:
+    """``make_protocol(name, **params)`` with its reports memoised (:func:`memoise_report`)."""
+    from ldpgraph.protocols.registry import make_protocol
+
+    protocol = make_protocol(name, **params)
+    key = (type(protocol), name, repr(sorted(params.items())))
+    return memoise_report(protocol, _REPORTS.setdefault(key, {}))
+
+
+#: Batches of draws by (protocol, parameters, worlds, statistic, draws): rows that run the same
+#: mechanism on the same pair share one batch (:func:`audit_case`'s ``shared``).
+Batches = dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, list[Any]]]
 
 
 def _sample(
@@ -124,6 +152,30 @@ def _sample(
     return out[0], out[1], reports
 
 
+def _batch(
+    name: str, params: dict[str, Any], case: CentralCase, worlds: tuple[World, World],
+    draws: int, tick: Callable[[int], None], shared: Batches | None, protocol: Any = None,
+) -> tuple[np.ndarray, np.ndarray, list[Any]]:  # fmt: skip
+    """:func:`_sample` of the strategy ``name`` at ``params`` on the case's pair, taken from
+    ``shared`` when a row before drew the same batch (and stored there otherwise).
+
+    Why sharing is sound: every bound is computed from its own row's counts, so a batch read
+    twice only makes two rows' errors dependent, which the Bonferroni split over rows allows.
+    A planted row (:func:`planted_row`) samples exactly its honest row's planted batch, and
+    its own power check the same batch again: with identical draws it can never PASS (its
+    planted bound equals its honest one), so sharing cannot turn a verdict into a PASS."""
+    key = (name, repr(sorted(params.items())), case.worlds, case.statistic, draws)
+    if shared is not None and key in shared:
+        tick(2 * draws)  # the bar counts releases the row stands on, drawn or shared
+        return shared[key]
+    if protocol is None:
+        protocol = audit_protocol(name, params)
+    out = _sample(protocol, worlds, case.statistic, draws, tick)
+    if shared is not None:
+        shared[key] = out
+    return out
+
+
 def _no_claim(row: CentralRow, report: Any) -> CentralRow:
     row.verdict = NO_CLAIM
     row.claimed_epsilon, row.claimed_delta = math.inf, float(report.delta)
@@ -137,17 +189,19 @@ def audit_case(
     alpha: float = DEFAULT_ALPHA,
     draws: int | None = None,
     tick: Callable[[int], None] = lambda n: None,
+    shared: Batches | None = None,
 ) -> CentralRow:
-    """Audit one case (module doc): claim, ceiling, honest bound, planted bound, verdict."""
+    """Audit one case (module doc): claim, ceiling, honest bound, planted bound, verdict.
+    ``shared`` (a dict kept across calls) lets rows that run the same strategy, parameters and
+    pair read one batch of draws (:func:`_batch`): a row and its planted row then cost two
+    batches instead of four."""
     import time
-
-    from ldpgraph.protocols.registry import make_protocol
 
     start = time.perf_counter()
     draws = case.draws if draws is None else int(draws)
     if draws < 4 and not (case.skip or case.claim_only):
         raise ValueError(f"draws must be >= 4, got {draws}")
-    protocol = memoise_report(make_protocol(case.protocol, **case.params))
+    protocol = audit_protocol(case.protocol, case.params)
     pre = protocol.privacy_report()
     row = CentralRow(
         case.name, case.protocol, pre.unit, case.neighbours, case.statistic_text, draws,
@@ -163,14 +217,16 @@ def audit_case(
     unsampled = _unsampled(case, row, first, draws, alpha)
     if unsampled is not None:
         return unsampled
-    s0, s1, reports = _sample(protocol, worlds, case.statistic, draws, tick)
+    s0, s1, reports = _batch(
+        case.protocol, case.params, case, worlds, draws, tick, shared, protocol
+    )
     if case.claims_as is not None:  # the planted releases' own reports are not the claim
         reports = []
     row.claimed_epsilon = max(float(r.epsilon) for r in reports + [first])
     row.claimed_delta = max(float(r.delta) for r in reports + [first])
     if math.isinf(row.claimed_epsilon):  # some release of the pair claims nothing
         return _no_claim(row, max(reports, key=lambda r: r.epsilon))
-    _bounds(case, row, worlds, s0, s1, alpha, tick)
+    _bounds(case, row, worlds, s0, s1, alpha, tick, shared)
     row.seconds = time.perf_counter() - start
     return row
 
@@ -179,11 +235,9 @@ def _headline(case: CentralCase, protocol: Any, pre: Any, worlds: Any) -> Any:
     """The privacy report the case is audited against: the headline as run on the second
     world (it may depend on the data), of the planted releases' honest twin with
     ``claims_as``; the protocol's own report when it claims nothing."""
-    from ldpgraph.protocols.registry import make_protocol
-
     claimant = protocol
     if case.claims_as is not None:
-        claimant = memoise_report(make_protocol(case.claims_as[0], **case.claims_as[1]))
+        claimant = audit_protocol(*case.claims_as)
         pre = claimant.privacy_report()
     if math.isinf(pre.epsilon):
         return pre
@@ -220,11 +274,10 @@ def _bounds(
     s1: np.ndarray,
     alpha: float,
     tick: Callable[[int], None],
+    shared: Batches | None = None,
 ) -> None:
     """The honest release's bound from its statistics, then the planted variant's on as many
-    fresh draws, and the verdict."""
-    from ldpgraph.protocols.registry import make_protocol
-
+    draws (fresh, or ``shared`` with another row), and the verdict."""
     draws, eps, delta = row.draws, row.claimed_epsilon, row.claimed_delta
     binary = np.unique(np.concatenate([s0, s1])).size <= 2
     row.ceiling = (
@@ -233,8 +286,8 @@ def _bounds(
     honest = best_bound(s0, s1, alpha, delta)
     row.epsilon_lower_bound, row.event = honest.epsilon_lower_bound, honest.event
     row.counts = {"honest_hits": list(honest.hits), "estimated_on": honest.estimated_on}
-    planted = memoise_report(make_protocol(case.planted_protocol or case.protocol, **case.planted))
-    p0, p1, _ = _sample(planted, worlds, case.statistic, draws, tick)
+    name = case.planted_protocol or case.protocol
+    p0, p1, _ = _batch(name, case.planted, case, worlds, draws, tick, shared)
     caught = best_bound(p0, p1, alpha, delta)
     row.planted = case.planted_what
     row.planted_lower_bound = caught.epsilon_lower_bound
@@ -294,6 +347,7 @@ def run_central_audit(
         total = sum(4 * (cases[n].draws if draws is None else draws) for n in names)
         bar = tqdm(total=total, unit="release", file=sys.stderr, desc="central audit")
     rows = []
+    shared: Batches = {}  # a row named with its planted row: two batches, not four
     # dp-accounting logs every RDP order it drops at DPAR's huge noise multipliers (hundreds of
     # lines per row); the figures are unaffected, so the audit's output keeps only errors.
     absl = logging.getLogger("absl")
@@ -304,7 +358,7 @@ def run_central_audit(
             if bar is not None:
                 bar.set_postfix_str(name)
             tick = bar.update if bar is not None else (lambda n: None)
-            rows.append(audit_case(cases[name], row_alpha, draws, tick))
+            rows.append(audit_case(cases[name], row_alpha, draws, tick, shared))
     finally:
         absl.setLevel(level)
         if bar is not None:

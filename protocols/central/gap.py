@@ -122,6 +122,22 @@ def _fit(
         opt.step()
 
 
+class GapRelease(CentralStrategy):
+    """Both GAP strategies' ``release``: on the curator's device, with one CPU thread (small
+    dense kernels: extra threads only spin-wait on a busy machine, torch_env); the strategy's
+    ``_release`` does the work."""
+
+    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
+        device = auto_device(curator.device)
+        with one_cpu_thread(device):
+            return self._release(graph, curator, seed, device)
+
+    def _release(
+        self, graph: UploadedGraph, curator: CuratorView, seed: int, device: str
+    ) -> Release:
+        raise NotImplementedError
+
+
 @register(
     "gap-edge",
     label="GAP-EDP",
@@ -129,7 +145,7 @@ def _fit(
     summary="GAP (central, edge DP): MLP encoder, K Gaussian-perturbed aggregations, MLP "
     "classifier",
 )
-class GapEdge(CentralStrategy):
+class GapEdge(GapRelease):
     """GAP at edge level (module docstring)."""
 
     name = "gap-edge"
@@ -143,12 +159,6 @@ class GapEdge(CentralStrategy):
     def sigma(self) -> float:
         """σ of every hop, calibrated from the request (:mod:`.gap_privacy`)."""
         return float(self.privacy_report().parts[0]["sigma"])
-
-    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
-        device = auto_device(curator.device)
-        # Small dense kernels: extra threads only spin-wait on a busy machine (torch_env).
-        with one_cpu_thread(device):
-            return self._release(graph, curator, seed, device)
 
     def _release(
         self, graph: UploadedGraph, curator: CuratorView, seed: int, device: str

@@ -31,11 +31,10 @@ from ..base import CuratorView
 from ..params import Params
 from ..registry import register
 from ..rng import stage_rng, stage_seed
-from ..torch_env import auto_device, one_cpu_thread
 from ..types import PrivacyReport, Release
 from . import gap_node_privacy as gnp
-from .base import CentralStrategy, UploadedGraph
-from .gap import GapModel, adjacency, noisy_sum, normalise_rows
+from .base import UploadedGraph
+from .gap import GapModel, GapRelease, adjacency, noisy_sum, normalise_rows
 from .gap_params import NODE_PARAMS
 
 
@@ -187,7 +186,7 @@ def dp_fit(
     summary="GAP (central, node DP): degree-bounded graph, DP-SGD encoder, K perturbed "
     "aggregations, DP-SGD classifier",
 )
-class GapNode(CentralStrategy):
+class GapNode(GapRelease):
     """GAP at node level (module docstring)."""
 
     name = "gap-node"
@@ -197,11 +196,6 @@ class GapNode(CentralStrategy):
         p = {param.name: param.default for param in NODE_PARAMS}
         p.update(params)
         self.p = Params(p)
-
-    def release(self, graph: UploadedGraph, curator: CuratorView, seed: int) -> Release:
-        device = auto_device(curator.device)
-        with one_cpu_thread(device):
-            return self._release(graph, curator, seed, device)
 
     def _release(
         self, graph: UploadedGraph, curator: CuratorView, seed: int, device: str

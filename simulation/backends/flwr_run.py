@@ -140,10 +140,20 @@ def child_env(root: Path, address: str = "") -> dict[str, str]:
 
 
 def num_supernodes(config: RunConfig) -> int:
-    """As many SuperNodes as the in-process engine starts: ceil(n / nodes-per-client)."""
+    """As many SuperNodes as the in-process engine starts: ceil(n / nodes-per-client). The
+    graph is loaded here anyway, so a split with an empty part or ``accuracy`` on an unlabelled
+    graph is refused now, in one line, not by the ServerApp after Ray and the SuperLink are up
+    (20-50 s). A metis split is left to the ServerApp (it partitions the whole graph)."""
+    from ..checks import check_labels, check_split
     from ..datasets import load_dataset
+    from ..splits import split_for
 
-    n = load_dataset(config.dataset, config.data_root or None).num_nodes
+    graph = load_dataset(config.dataset, config.data_root or None)
+    n = graph.num_nodes
+    if config.split_mode != "metis" and not config.curator:
+        split = split_for(n, config.seed, config.train_split, config.val_split, config.split_mode)
+        check_split(split, n, config)
+    check_labels(graph, config)
     return -(-n // config.resolved_nodes_per_client(n))
 
 

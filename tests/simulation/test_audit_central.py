@@ -58,7 +58,7 @@ def test_edge_level_honest_row_passes_and_planted_row_fails(name, draws):
     assert honest.verdict == ac.PASS, honest.reason
     assert honest.epsilon_lower_bound <= honest.claimed_epsilon
     assert honest.planted_verdict == ac.FAIL  # the power check on the same draws
-    planted = ac.audit_case(ac.planted_row(CASES[name]), ALPHA, draws)
+    planted = ac.audit_case(ac.planted_row(CASES[name]), ALPHA, draws)  # fresh draws
     assert planted.claimed_epsilon == pytest.approx(honest.claimed_epsilon)
     assert planted.verdict == ac.FAIL, planted.reason
     assert planted.epsilon_lower_bound > planted.claimed_epsilon
@@ -105,12 +105,33 @@ def test_cli_central_rows_and_a_planted_failure(capsys):
     assert main(["audit", "--central", "nope", "--quiet"]) == 2
 
 
+def test_shared_batches_serve_the_planted_row_and_never_make_it_pass():
+    """A row and its planted row with ``shared``: two batches, not four; the planted row's
+    honest draws are the honest row's planted batch, so its bound is that figure. A planted
+    variant that is the honest mechanism reads the same batch for both sides of its power
+    check, so it stays INCONCLUSIVE (sharing never manufactures a PASS)."""
+    case = CASES["edgerand"]
+    shared: ac.Batches = {}
+    honest = ac.audit_case(case, ALPHA, 300, shared=shared)
+    planted = ac.audit_case(ac.planted_row(case), ALPHA, 300, shared=shared)
+    assert len(shared) == 2 and honest.verdict == ac.PASS and planted.verdict == ac.FAIL
+    assert planted.epsilon_lower_bound == honest.planted_lower_bound
+    assert planted.counts["honest_hits"] == honest.counts["planted_hits"]
+    blind = replace(case, planted=dict(case.params))
+    row = ac.audit_case(blind, ALPHA, 300, shared=shared)
+    assert row.verdict == ac.INCONCLUSIVE and len(shared) == 2  # the honest batch, read twice
+    assert row.planted_lower_bound == row.epsilon_lower_bound
+
+
 @pytest.mark.slow
 def test_dpar_gm_honest_row_passes_and_planted_row_fails():
-    honest = ac.audit_case(CASES["dpar-gm"], 1e-2, 100)
+    shared: ac.Batches = {}  # the planted row reads the honest row's planted batch
+    honest = ac.audit_case(CASES["dpar-gm"], 1e-2, 100, shared=shared)
     assert honest.verdict == ac.PASS, honest.reason
-    planted = ac.audit_case(ac.planted_row(CASES["dpar-gm"]), 1e-2, 100)
+    assert honest.planted_verdict == ac.FAIL
+    planted = ac.audit_case(ac.planted_row(CASES["dpar-gm"]), 1e-2, 100, shared=shared)
     assert planted.verdict == ac.FAIL, planted.reason
+    assert planted.epsilon_lower_bound == honest.planted_lower_bound
 
 
 @pytest.mark.slow

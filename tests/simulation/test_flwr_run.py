@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,26 @@ def test_the_last_error_line_is_the_message():
     assert flwr_run._last_error(tail) == "ValueError: bad"
     boxed = deque(["╭─ Error ─╮", "│ 'float' object cannot be interpreted │", "╰───╯"])
     assert flwr_run._last_error(boxed) == "'float' object cannot be interpreted"
+
+
+@pytest.mark.parametrize(
+    ("dataset", "split", "needle"),
+    [
+        ("synthetic:n=3,classes=2,d=4,homophily=0.5,avg_degree=0.5", (0.5, 0.25), "no val"),
+        ("synthetic:n=6,classes=2,d=4,avg_degree=1", (0.5, 0.45), "no test nodes (3/3/0)"),
+    ],
+)
+def test_an_empty_split_is_refused_before_flwr_starts(monkeypatch, dataset, split, needle):
+    """The graph is loaded to count the SuperNodes anyway: a split with an empty part is
+    refused then, not by the ServerApp after Ray and the SuperLink are up."""
+
+    def started(*_a, **_k):
+        raise AssertionError("flwr run was started")
+
+    monkeypatch.setattr(flwr_run, "flwr_command", started)
+    cfg = RunConfig(dataset=dataset, train_split=split[0], val_split=split[1], backend="flower")
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        flwr_run.run_with_flwr(cfg)
 
 
 @pytest.mark.slow

@@ -433,32 +433,23 @@ def test_ray_job_submit_runs_a_sweep(head: Head, tmp_path: Path) -> None:
     assert watch.off_loopback() == [], watch.off_loopback()
 
 
-def test_run_honours_ray_address_like_the_flag(head: Head) -> None:
-    """``RAY_ADDRESS=… ldpgraph run`` joins that cluster, as ``--ray-address`` does (before,
-    Ray refused our ``num_cpus`` for an existing cluster)."""
-    cmd = _address(readme_command("ldpgraph run"), head)
-    at = cmd.index("--ray-address")
-    del cmd[at : at + 2]
-    env = {**head.env, "RAY_ADDRESS": head.address}
-    proc, out, watch = run_watched(cmd, head, timeout=120, env=env)
-    assert proc.returncode == 0, out[-3000:]
-    assert re.search(r"asked 60\s+replied 60\b", out), out[-3000:]
-    assert sum("gcs_server" in p for p in watch.processes) == 1, watch.processes
-
-
-def test_flwr_run_backend_uses_the_cluster(head: Head) -> None:
-    """``ldpgraph.run(backend="flower", ray_address=…)`` goes through ``flwr run``: the local
-    SuperLink's simulation joins the cluster (its ClientApp actors run there, no Ray of its
-    own), everything on loopback, and the cluster stays up."""
+def test_flwr_run_backend_joins_the_cluster_of_ray_address(head: Head) -> None:
+    """``RAY_ADDRESS=… ldpgraph.run(backend="flower")`` goes through ``flwr run`` and joins that
+    cluster, as ``--ray-address`` does (before, Ray refused our ``num_cpus`` for an existing
+    cluster): the local SuperLink's simulation runs its ClientApp actors there, with no Ray of
+    its own, everything on loopback, and the cluster stays up. One run for the environment
+    variable and the API (``ldpgraph run`` with the flag is test_run_uses_the_cluster; the
+    ``ray_address=`` keyword is the flag's config field, test_ray_init_args_…)."""
     before = set(pids_under(str(head.temp)))
     script = (
         "import ldpgraph\n"
         "r = ldpgraph.run(dataset='synthetic:n=60,classes=3,d=8,avg_degree=4', epochs=3,\n"
-        f"                 nodes_per_client=20, ray_address={head.address!r})\n"
+        "                 nodes_per_client=20)\n"
         "c = r.record['release']['collection']\n"
         "print('replied', c['rounds'][0]['replied'], 'supernodes', c['supernodes'])\n"
     )
-    proc, out, watch = run_watched([sys.executable, "-c", script], head, timeout=300)
+    env = {**head.env, "RAY_ADDRESS": head.address}
+    proc, out, watch = run_watched([sys.executable, "-c", script], head, timeout=300, env=env)
     assert proc.returncode == 0, out[-3000:]
     assert "replied 60 supernodes 3" in out, out[-3000:]
     assert any("ClientAppActor" in p for p in watch.processes), watch.processes
@@ -474,6 +465,10 @@ def test_ray_init_args_take_the_cluster_from_ray_address(monkeypatch) -> None:
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert "num_cpus" in ray_init_args(RunConfig(ray_actors=2))
+    # ldpgraph.run(ray_address=…) sets the field the --ray-address flag sets
+    from ldpgraph.simulation.api import _config
+
+    assert _config(None, {"ray_address": "10.0.0.2:6379"}).ray_address == "10.0.0.2:6379"
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     args = ray_init_args(RunConfig(ray_actors=2))
     assert args["address"] == "127.0.0.1:6379" and "num_cpus" not in args

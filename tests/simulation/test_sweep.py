@@ -274,7 +274,7 @@ final_runs = 2
 epochs = 150
 
 [grid.paper]
-lr = [0.01, 0.02, 0.03, 0.04]
+lr = [0.01, 0.04]
 dropout = [0.5, 0.1]
 [grid.paper.hogs]
 tau = [0.5, 0.9]
@@ -331,7 +331,7 @@ def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
     assert done_before and running_before
     exp = load_experiment(path)
     res = sw.run_sweep(exp, "paper", store_path=str(db), workers=0)
-    total = 2 * 4 * 2 * 3
+    total = 2 * 2 * 2 * 3  # tau x lr x dropout x runs_per_config
     assert res.phases["search"].trained == total - len(done_before)
     with ResultsStore(db) as st:
         after = {r["run_key"]: r for r in st.rows()}

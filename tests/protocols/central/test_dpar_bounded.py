@@ -122,11 +122,17 @@ def test_variant_fixes_what_its_construction_needs():
 @pytest.mark.slow
 def test_audit_row_passes_and_its_planted_row_fails():
     """`ldpgraph audit --central dpar-bounded`: the honest ε = 0.5 passes (its planted run at
-    ε = 100 claiming 0.5 fails, so the test had the power to catch it)."""
+    ε = 100 claiming 0.5 fails, so the test had the power to catch it). The planted row reads
+    the honest row's planted batch (``shared``): two batches of draws, not four."""
     from ldpgraph.simulation import audit_central as ac
     from ldpgraph.simulation.audit_central_cases import CASES
 
-    honest = ac.audit_case(CASES["dpar-bounded"], 1e-2, 100)
+    shared: ac.Batches = {}
+    honest = ac.audit_case(CASES["dpar-bounded"], 1e-2, 100, shared=shared)
     assert honest.verdict == ac.PASS, honest.reason
-    planted = ac.audit_case(ac.planted_row(CASES["dpar-bounded"]), 1e-2, 100)
+    assert honest.planted_verdict == ac.FAIL
+    planted = ac.audit_case(ac.planted_row(CASES["dpar-bounded"]), 1e-2, 100, shared=shared)
     assert planted.verdict == ac.FAIL, planted.reason
+    assert planted.claimed_epsilon == pytest.approx(honest.claimed_epsilon)
+    assert planted.epsilon_lower_bound == honest.planted_lower_bound  # the same batch
+    assert len(shared) == 2

@@ -156,7 +156,10 @@ def test_audit_row_passes_and_a_planted_understatement_fails():
     from ldpgraph.simulation import audit_central as ac
     from ldpgraph.simulation.audit_central_cases import CASES
 
-    honest = ac.audit_case(CASES["gap-edge"], 1e-2, 100)
+    shared: ac.Batches = {}  # the planted row reads the honest row's planted batch
+    honest = ac.audit_case(CASES["gap-edge"], 1e-2, 100, shared=shared)
     assert honest.verdict == "PASS" and honest.unit == "edge"
-    planted = ac.audit_case(ac.planted_row(CASES["gap-edge"]), 1e-2, 100)
+    assert honest.planted_verdict == "FAIL"
+    planted = ac.audit_case(ac.planted_row(CASES["gap-edge"]), 1e-2, 100, shared=shared)
     assert planted.verdict == "FAIL" and planted.epsilon_lower_bound > 0.5
+    assert planted.epsilon_lower_bound == honest.planted_lower_bound and len(shared) == 2
