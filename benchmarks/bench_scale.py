@@ -179,6 +179,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         rec["mu"] = release.stats.get("mu")
         rec["join"] = release.stats.get("join", "exact")
         rec["joined_pairs"] = release.stats.get("joined_pairs")
+        rec["kept_pairs"] = release.stats.get("kept_pairs")  # held for the reconstruction
         if args.edges_out:
             import numpy as np
 

@@ -219,7 +219,9 @@ def reconstruct_topology(
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
-    return TopologyResult(key // n, key % n, prob, stats)
+    j = key % n
+    i = np.floor_divide(key, n, out=key)  # in place: no third array of kept pairs
+    return TopologyResult(i, j, prob, stats)
 
 
 def _score_lsh(scorer: _Scorer, t_join: float, seed: int) -> int:
