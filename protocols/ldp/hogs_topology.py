@@ -21,7 +21,7 @@ from .blocks import map_blocks
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
-from .similarity_lsh import choose_join, lsh_joiner, unique_sorted
+from .similarity_lsh import choose_join, index_dtype, lsh_joiner, unique_sorted
 
 log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
@@ -34,7 +34,9 @@ LSH_SCORE_KEYS = 1 << 22
 
 @dataclass
 class TopologyResult:
-    """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors."""
+    """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors; i and j
+    are int32 where n < 2^31 (:func:`.similarity_lsh.index_dtype`): cast before forming
+    i·n + j."""
 
     i: np.ndarray
     j: np.ndarray
@@ -219,8 +221,12 @@ def reconstruct_topology(
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
-    j = key % n
-    i = np.floor_divide(key, n, out=key)  # in place: no third array of kept pairs
+    # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
+    # pairs): the key's buffer is reused for i, so no third int64 array is ever held.
+    small = index_dtype(n)
+    j = (key % n).astype(small)
+    i = np.floor_divide(key, n, out=key).astype(small, copy=False)
+    del key
     return TopologyResult(i, j, prob, stats)
 
 
