@@ -238,6 +238,8 @@ def _score_lsh(scorer: _Scorer, t_join: float, seed: int) -> int:
     the count of distinct joined pairs are those of :func:`.similarity_lsh.lsh_join` followed
     by :meth:`_Scorer.add_unreported`. Returns that count."""
     features = scorer.features
+    if t_join > 1.0 or features.num_rows < 2:  # no pair can pass (as lsh_join)
+        return 0
     joiner = lsh_joiner(features, t_join, seed)
     items = list(range(joiner.bands))
     bands = list(
