@@ -38,10 +38,11 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
-from rss import peak_rss
+from rss import peak_rss, rss_bytes
 
 STAGES = ("collect", "reconstruct", "train")
 
@@ -59,6 +60,33 @@ def sampled(record: dict, name: str):
         yield
     record[f"{name}_s"] = round(measured.seconds, 3)
     record[f"{name}_peak_mib"] = measured.peak_mib
+
+
+class RssBetweenLines:
+    """The RSS now and its peak since the previous progress line (sampled every 20 ms on a
+    thread), so ``--progress`` shows where within a stage the memory goes."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.peak = rss_bytes()
+        self._stop = threading.Event()
+        self._interval = interval
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_bytes())
+            self._stop.wait(self._interval)
+
+    def line(self) -> tuple[float, float]:
+        """(RSS now, peak since the last call), GiB; starts the next interval."""
+        now = rss_bytes()
+        peak, self.peak = max(self.peak, now), now
+        return now / 2**30, peak / 2**30
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def spec(n: int, args: argparse.Namespace) -> str:
@@ -151,6 +179,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         rec["mu"] = release.stats.get("mu")
         rec["join"] = release.stats.get("join", "exact")
         rec["joined_pairs"] = release.stats.get("joined_pairs")
+        rec["kept_pairs"] = release.stats.get("kept_pairs")  # held for the reconstruction
         if args.edges_out:
             import numpy as np
 
@@ -385,12 +414,20 @@ def main() -> None:
         from ldpgraph.protocols import progress
 
         t0 = time.perf_counter()
+        memory = RssBetweenLines()
 
         def say(message: str) -> None:
-            print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+            now, peak = memory.line()
+            print(
+                f"[{time.perf_counter() - t0:7.1f}s] [rss {now:5.2f} GiB, peak since last line "
+                f"{peak:5.2f} GiB] {message}",
+                file=sys.stderr,
+                flush=True,
+            )
 
         with progress.listening(say if getattr(child, "progress", False) else None):
             print(json.dumps(one(child.one, child.mode, child)))
+        memory.stop()
         return
     rows: list[dict] = []
     if not args.json:

@@ -125,7 +125,11 @@ class HogsProtocol(RRSplitBudgetProtocol):
             )
         else:
             rows = FeatureRows(x0)
-            topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, mu=mu))
+            topo = TopologyResult(
+                *gpu.topology(
+                    reported, observed, rows, x0, flip, need, mu=mu, join=self.join, seed=seed
+                )
+            )
         in_graph = topo.prob >= tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
         stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")

@@ -16,23 +16,27 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-from ..progress import steps
+from ..progress import stage, steps
 from .blocks import map_blocks
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
-from .similarity_lsh import choose_join, lsh_join
+from .similarity_lsh import choose_join, index_dtype, lsh_joiner, unique_sorted
 
 log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
 R = TypeVar("R")
 
 Scored = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: Distinct LSH pairs scored at once (a key range merged across the bands).
+LSH_SCORE_KEYS = 1 << 22
 
 
 @dataclass
 class TopologyResult:
-    """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors."""
+    """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors; i and j
+    are int32 where n < 2^31 (:func:`.similarity_lsh.index_dtype`): cast before forming
+    i·n + j."""
 
     i: np.ndarray
     j: np.ndarray
@@ -52,7 +56,10 @@ class _Scorer:
     mu: float
 
     def __post_init__(self) -> None:
-        self.parts: list[Scored] = []
+        #: Kept pairs as (i·n + j int64 keys, P_ij): the reported pairs' in row-major order
+        #: (sorted, unique), the unreported ones apart (disjoint from them).
+        self.reported_parts: list[Kept] = []
+        self.unreported_parts: list[Kept] = []
         self.n_reported = 0
 
     def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
@@ -77,16 +84,69 @@ class _Scorer:
 
     def add(self, size: int, part: Scored) -> None:
         self.n_reported += size
-        self.parts.append(part)
+        i, j, prob = part
+        self.reported_parts.append((i * self.pairs.n + j, prob))
 
     def add_unreported(self, ci: np.ndarray, cj: np.ndarray) -> None:
         """Score candidate pairs that no node reported (every arrived bit a 0)."""
         fresh = ~self.pairs.has(ci, cj)
-        ci, cj = ci[fresh], cj[fresh]
+        ci, cj = ci[fresh].astype(np.int64), cj[fresh].astype(np.int64)
         zeros = self.observed[ci].astype(np.int64) + self.observed[cj]
         prob = posterior(self.features.cosine(ci, cj), np.zeros_like(zeros), zeros, self.p, self.mu)
         keep = prob >= self.threshold
-        self.parts.append((ci[keep], cj[keep], prob[keep]))
+        self.unreported_parts.append((ci[keep] * self.pairs.n + cj[keep], prob[keep]))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every kept pair once, as sorted keys and their P_ij: the reported pairs' sorted run
+        and the unreported pairs' merged (the two sets are disjoint; a pair found twice, by two
+        LSH bands or by the join and the silent nodes' join, has the same P_ij both times).
+        Memory: about 16 bytes a kept pair beside the parts, never a second set of (i, j, P)."""
+        rk, rp = _concat(self.reported_parts)
+        self.reported_parts = []
+        rk, rp = _sorted_unique(rk, rp)
+        uk, up = _concat(self.unreported_parts)
+        self.unreported_parts = []
+        uk, up = _sorted_unique(uk, up)
+        if uk.size == 0:
+            return rk, rp
+        if rk.size == 0:
+            return uk, up
+        # Merge two sorted disjoint runs: each unreported key goes after the reported ones
+        # below it.
+        at = np.searchsorted(rk, uk) + np.arange(uk.size)
+        key = np.empty(rk.size + uk.size, dtype=np.int64)
+        prob = np.empty(key.size, dtype=np.float64)
+        theirs = np.ones(key.size, dtype=bool)
+        theirs[at] = False
+        key[at], prob[at] = uk, up
+        del uk, up
+        key[theirs], prob[theirs] = rk, rp
+        return key, prob
+
+
+Kept = tuple[np.ndarray, np.ndarray]
+
+
+def _concat(parts: list[Kept]) -> Kept:
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([k for k, _ in parts]), np.concatenate([p for _, p in parts])
+
+
+def _sorted_unique(key: np.ndarray, prob: np.ndarray) -> Kept:
+    """The keys sorted without repeats, each with the P of its first occurrence (as
+    ``np.unique(..., return_index=True)``); a run already strictly increasing is kept as is."""
+    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
+        return key, prob
+    order = np.argsort(key, kind="stable")
+    key, prob = key[order], prob[order]
+    del order
+    first = np.empty(key.size, dtype=bool)
+    first[0] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    return key[first], prob[first]
 
 
 def reconstruct_topology(
@@ -130,6 +190,7 @@ def reconstruct_topology(
     n_obs = int(observed.sum())
     t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)
     candidates = []
+    joined_lsh = 0
     method = "exact" if t_join is None else choose_join(features, t_join, join)
     if t_join is not None and method == "exact" and features.joins_blockwise(t_join):
         candidates.append(_score_blockwise(scorer, t_join))
@@ -139,7 +200,7 @@ def reconstruct_topology(
         for size, part in map_blocks(scorer.scored_rows, bounds):
             scorer.add(size, part)
         if t_join is not None and method == "lsh":
-            candidates.append(lsh_join(features, t_join, seed))
+            joined_lsh = _score_lsh(scorer, t_join, seed)
         elif t_join is not None:
             candidates.append(features.threshold_join(t_join))
     if n - n_obs >= 2:
@@ -147,12 +208,12 @@ def reconstruct_topology(
         missing = np.flatnonzero(~observed)
         mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
         candidates.append((missing[mi], missing[mj]))
-    joined = 0
+    joined = joined_lsh
     for ci, cj in candidates:
         joined += ci.size
         scorer.add_unreported(ci, cj)
-    i, j, pr = (np.concatenate([part[k] for part in scorer.parts]) for k in range(3))
-    key, first = np.unique(i * n + j, return_index=True)
+    stage("HoGS: merging the kept pairs")
+    key, prob = scorer.result()
     stats = {
         "reported_pairs": int(scorer.n_reported),
         "joined_pairs": int(joined),
@@ -160,7 +221,50 @@ def reconstruct_topology(
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
-    return TopologyResult(key // n, key % n, pr[first], stats)
+    # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
+    # pairs): the key's buffer is reused for i, so no third int64 array is ever held.
+    small = index_dtype(n)
+    j = (key % n).astype(small)
+    i = np.floor_divide(key, n, out=key).astype(small, copy=False)
+    del key
+    return TopologyResult(i, j, prob, stats)
+
+
+def _score_lsh(scorer: _Scorer, t_join: float, seed: int) -> int:
+    """The LSH join's pairs (:mod:`.similarity_lsh`) scored as they come, in bounded blocks:
+    each band's verified pairs are held as sorted int64 keys (8 bytes a pair), then ranges of
+    the key space are merged across bands, deduplicated and scored one at a time, so no
+    array of every candidate pair × (i, j, cosine, posterior) is ever built. The kept pairs and
+    the count of distinct joined pairs are those of :func:`.similarity_lsh.lsh_join` followed
+    by :meth:`_Scorer.add_unreported`. Returns that count."""
+    features = scorer.features
+    if t_join > 1.0 or features.num_rows < 2:  # no pair can pass (as lsh_join)
+        return 0
+    joiner = lsh_joiner(features, t_join, seed)
+    items = list(range(joiner.bands))
+    bands = list(
+        steps(map_blocks(joiner.band_keys, items), "similarity join: LSH band", len(items))
+    )
+    total = sum(int(b.size) for b in bands)
+    if total == 0:
+        return 0
+    # Range bounds from the largest band's quantiles: ~LSH_SCORE_KEYS keys a range over all
+    # bands (the bands are alike: same hashing law, other draws).
+    ref = max(bands, key=lambda b: b.size)
+    stride = max(1, LSH_SCORE_KEYS * ref.size // max(total, 1))
+    bounds = np.concatenate([[0], ref[stride::stride], [np.iinfo(np.int64).max]])
+    joined = 0
+    n = scorer.pairs.n
+    for lo, hi in steps(
+        zip(bounds[:-1], bounds[1:], strict=True), "LSH pairs: key range", bounds.size - 1
+    ):
+        part = [b[np.searchsorted(b, lo) : np.searchsorted(b, hi)] for b in bands]
+        key = unique_sorted(np.concatenate(part))
+        del part
+        joined += key.size
+        if key.size:
+            scorer.add_unreported(key // n, key % n)
+    return joined
 
 
 def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: float):

@@ -44,6 +44,7 @@ from .hogs_torch_ops import (
 )
 from .posterior import posterior
 from .similarity import FeatureRows
+from .similarity_lsh import choose_join, lsh_join
 
 #: How much below t the device's filter admits pairs (float32 rounding); every candidate is
 #: verified with the exact cosine, as in :meth:`FeatureRows.block_candidates`.
@@ -110,6 +111,8 @@ class TorchCurator:
         p: float,
         threshold: float,
         mu: float = 1.0,
+        join: str = "auto",
+        seed: int = 0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Every pair i < j with P_ij ≥ ``threshold``: ``(i, j, prob, stats)`` sorted by
         (i, j), as :func:`~ldpgraph.protocols.ldp.hogs.reconstruct_topology` returns them.
@@ -122,6 +125,11 @@ class TorchCurator:
             p: the flip probability of the adjacency bits.
             threshold: the posterior threshold.
             mu: the probability a node kept each reported 1 (``hogs-arr``; 1 for HoGS).
+            join: the (0,0) join, as the numpy path's (:func:`.similarity_lsh.choose_join`):
+                where it is ``lsh`` the candidates are the LSH join's (on the CPU, the numpy
+                path's own bands and seed), never the device's all-pairs blocks, whose work
+                and memory grow as n² (10^7 rows overran a 139 GiB GPU).
+            seed: the curator's seed for the LSH hashing (post-processing).
         """
         n = reported.shape[0]
         dev = self.device
@@ -133,7 +141,13 @@ class TorchCurator:
 
         norm = self._norms(x0, features.binary)
         t_join = join_threshold(threshold, observed, p, mu)
-        dots, candidates = self._dots_and_candidates(x0, features, norm, pi, pj, t_join)
+        method = "exact" if t_join is None else choose_join(features, t_join, join)
+        if method == "lsh":
+            assert t_join is not None
+            dots = self._pair_dots(x0, features.binary, pi, pj)
+            candidates = [lsh_join(features, t_join, seed)]
+        else:
+            dots, candidates = self._dots_and_candidates(x0, features, norm, pi, pj, t_join)
         s = pair_cosine(dots, norm, pi, pj)
         prob = device_posterior(s, ones, zeros, p, mu)
         keep = prob >= threshold
@@ -154,6 +168,8 @@ class TorchCurator:
             "kept_pairs": int(key.size),
             "curator_device": str(dev),
         }
+        if method == "lsh":
+            stats["join"] = "lsh"
         return key // n, key % n, kept, stats
 
     def _dots_and_candidates(

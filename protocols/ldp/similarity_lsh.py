@@ -60,6 +60,10 @@ LSH_PAIR_BUDGET = 1e7
 LSH_PAIRS_PER_ROW = 2
 #: ... and the rest give each row its next this many rows (in the bucket's random order).
 LSH_RING = 2
+#: Candidate pairs verified at once (the cosine's temporaries: ~40 bytes a pair).
+VERIFY_CHUNK = 1 << 22
+#: Rows whose MinHash values are computed at once (their unpacked bits: d bytes a row, twice).
+MINHASH_ROWS = 1 << 18
 
 
 def choose_join(features: FeatureRows, t: float, join: str = "auto") -> str:
@@ -124,20 +128,35 @@ class LshJoin:
     r: int
     seed: int
     pair_budget: float = LSH_PAIR_BUDGET
+    bands: int = 1
 
     def band(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The verified pairs i < j (cosine ≥ t) of one band, sorted by i·n + j."""
+        key = self.band_keys(index)
+        return key // self.features.num_rows, key % self.features.num_rows
+
+    def band_keys(self, index: int) -> np.ndarray:
+        """One band's verified pairs as sorted unique int64 keys i·n + j (8 bytes a pair: what
+        a streaming consumer holds per band). Candidates are int32 where n < 2^31 and are
+        verified chunk by chunk, so a band's transient memory is a few bytes a row."""
         f = self.features
-        rows = np.flatnonzero(f.counts > 0)
+        rows = np.flatnonzero(f.counts > 0).astype(index_dtype(f.num_rows))
         rng = np.random.default_rng([self.seed, 0x15A, index])
         if self.r == 0:
             groups = _row_groups(f, rows)
         else:
             groups = _minhash_groups(f, rows, self.r, rng)
         i, j = bucket_pairs(rows, groups, rng, self.pair_budget)
-        keep = f.cosine(i, j) >= self.t - 1e-9
-        key = np.unique(i[keep] * f.num_rows + j[keep])
-        return key // f.num_rows, key % f.num_rows
+        del rows, groups
+        kept: list[np.ndarray] = [np.zeros(0, np.int64)]
+        for a in range(0, i.size, VERIFY_CHUNK):
+            ci, cj = i[a : a + VERIFY_CHUNK], j[a : a + VERIFY_CHUNK]
+            ok = f.cosine(ci, cj) >= self.t - 1e-9
+            kept.append(ci[ok].astype(np.int64) * f.num_rows + cj[ok])
+        del i, j
+        key = np.concatenate(kept)
+        del kept
+        return unique_sorted(key)
 
 
 def lsh_join(
@@ -151,17 +170,41 @@ def lsh_join(
         raise ValueError("the LSH join needs 0/1 feature rows; use the exact join")
     if t > 1.0 or features.num_rows < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    joiner = lsh_joiner(features, t, seed, recall)
+    b = joiner.bands
+    parts = list(
+        steps(map_blocks(joiner.band_keys, list(range(b))), "similarity join: LSH band", b)
+    )
+    key = parts[0] if len(parts) == 1 else unique_sorted(np.concatenate(parts))
+    return key // features.num_rows, key % features.num_rows
+
+
+def lsh_joiner(features: FeatureRows, t: float, seed: int = 0, recall: float = LSH_RECALL):
+    """The :class:`LshJoin` for a threshold join at ``t`` (0/1 rows, t ≤ 1): its bands, each
+    computable on its own (:meth:`LshJoin.band_keys`), for callers that consume them as they
+    come (:func:`.hogs_topology.reconstruct_topology` scores them in bounded blocks)."""
     t = max(float(t), 0.0)
     if features._only_identical_can_pass(t):
         r, b = 0, 1
     else:
         r, b = plan_bands(t, recall)
-    joiner = LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b)
-    parts = list(steps(map_blocks(joiner.band, list(range(b))), "similarity join: LSH band", b))
-    if len(parts) == 1:  # one band: already unique and sorted
-        return parts[0]
-    key = np.unique(np.concatenate([i * features.num_rows + j for i, j in parts]))
-    return key // features.num_rows, key % features.num_rows
+    return LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b, b)
+
+
+def index_dtype(n: int) -> type:
+    """int32 for row indices where n < 2^31 (half the bytes of int64), else int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def unique_sorted(key: np.ndarray) -> np.ndarray:
+    """np.unique of int64 keys, sorting in place (no second copy of a large array)."""
+    if key.size < 2:
+        return key
+    key.sort()
+    keep = np.empty(key.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(key[1:], key[:-1], out=keep[1:])
+    return key[keep]
 
 
 def pair_budget(num_rows: int) -> float:
@@ -178,21 +221,31 @@ def bucket_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) of rows sharing a group id: every pair of the buckets of at
     most :func:`full_bucket_size` rows, each row with its next :data:`LSH_RING` rows (random
-    order) in larger ones. Vectorised by offset: row k of the grouped order pairs with k + o."""
+    order) in larger ones. Vectorised by offset: row k of the grouped order pairs with k + o.
+    The pairs come in ``rows``' dtype (int32 rows: half the memory)."""
     if rows.size < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort((rng.random(rows.size), groups))
+        return np.zeros(0, rows.dtype), np.zeros(0, rows.dtype)
+    small = index_dtype(rows.size)
+    order = np.lexsort((rng.random(rows.size), groups)).astype(small)
     members, g = rows[order], groups[order]
-    starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    sizes = np.diff(np.concatenate([starts, [g.size]]))
-    size = np.repeat(sizes, sizes)
-    pos = np.arange(g.size) - np.repeat(starts, sizes)
-    left = size - 1 - pos  # rows after this one in its bucket
+    del order
+    edge = np.empty(g.size, dtype=bool)
+    edge[0] = True
+    np.not_equal(g[1:], g[:-1], out=edge[1:])
+    del g
+    starts = np.flatnonzero(edge).astype(small)
+    del edge
+    sizes = np.diff(np.append(starts, rows.size)).astype(small)
     cap = full_bucket_size(sizes, pair_budget)
-    reach = np.where(size <= cap, left, np.minimum(left, LSH_RING))
-    pi: list[np.ndarray] = [np.zeros(0, np.int64)]
-    pj: list[np.ndarray] = [np.zeros(0, np.int64)]
-    active = np.flatnonzero(reach > 0)
+    # Rows after each one in its bucket; capped at the ring in over-full buckets.
+    reach = np.repeat(sizes, sizes) - 1
+    reach -= np.arange(rows.size, dtype=small) - np.repeat(starts, sizes)
+    full = np.repeat(sizes <= cap, sizes)
+    np.minimum(reach, LSH_RING, out=reach, where=~full)
+    del full, starts, sizes
+    pi: list[np.ndarray] = [np.zeros(0, rows.dtype)]
+    pj: list[np.ndarray] = [np.zeros(0, rows.dtype)]
+    active = np.flatnonzero(reach > 0).astype(small)
     offset = 1
     while active.size:
         a, b = members[active], members[active + offset]
@@ -200,13 +253,14 @@ def bucket_pairs(
         pj.append(np.maximum(a, b))
         offset += 1
         active = active[reach[active] >= offset]
-    return np.concatenate(pi).astype(np.int64), np.concatenate(pj).astype(np.int64)
+    return np.concatenate(pi), np.concatenate(pj)
 
 
 def full_bucket_size(sizes: np.ndarray, pair_budget: float) -> int:
     """The largest bucket size whose buckets, with all smaller ones, give every pair within
     ``pair_budget`` pairs (at least :data:`LSH_BUCKET`)."""
     values, count = np.unique(sizes, return_counts=True)
+    values = values.astype(np.int64)  # int32 sizes: v·(v − 1) overflows above 46,341
     pairs = np.cumsum(count * (values * (values - 1) / 2.0))
     within = values[pairs <= pair_budget]
     return int(max(LSH_BUCKET, within.max() if within.size else 0))
@@ -226,16 +280,22 @@ def _minhash_groups(
 ) -> np.ndarray:
     """A group id per row of ``rows``: equal ids for rows with the same ``r`` MinHash values
     (each: the smallest rank of the row's 1-columns under a random permutation)."""
-    bits = np.unpackbits(features.words[rows].view(np.uint8), axis=1)[:, : features.dim]
-    key = np.zeros(rows.size, dtype=np.int64)
-    packs = features.dim ** (r + 1) < 2**62  # r values fit one int64 exactly
-    for _ in range(r):
-        rank = rng.permutation(features.dim).astype(np.int32)
-        # The smallest rank among set columns: argmax of a 0/1 row reordered by rank.
-        by_rank = bits[:, np.argsort(rank)]
-        first = np.argmax(by_rank, axis=1).astype(np.int64)
-        # Mix into one 64-bit key (collisions only merge buckets; candidates are verified).
-        key = key * (features.dim + 1) + first if packs else _mix(key, first)
+    dim = features.dim
+    # The r permutations first (the stream's order as before), then the rows block by block:
+    # a block's unpacked bits, not all n × d of them.
+    by_rank = [np.argsort(rng.permutation(dim).astype(np.int32)) for _ in range(r)]
+    packs = dim ** (r + 1) < 2**62  # r values fit one int64 exactly
+    key = np.empty(rows.size, dtype=np.int64)
+    for a in range(0, rows.size, MINHASH_ROWS):
+        block = features.words[rows[a : a + MINHASH_ROWS]].view(np.uint8)
+        bits = np.unpackbits(block, axis=1)[:, :dim]
+        k = np.zeros(bits.shape[0], dtype=np.int64)
+        for order in by_rank:
+            # The smallest rank among set columns: argmax of a 0/1 row reordered by rank.
+            first = np.argmax(bits[:, order], axis=1).astype(np.int64)
+            # Mix into one 64-bit key (collisions only merge buckets; candidates are verified).
+            k = k * (dim + 1) + first if packs else _mix(k, first)
+        key[a : a + k.size] = k
     return np.unique(key, return_inverse=True)[1].astype(np.int64).ravel()
 
 

@@ -260,3 +260,36 @@ def test_a_cuda_run_reconstructs_and_trains_on_the_gpu():
     record = pipeline.run(RunConfig(device="cuda", **base))
     assert record["training"]["device"].startswith("cuda")
     assert record["fingerprint"] == releases["cuda"].fingerprint()
+
+
+@pytest.mark.parametrize("silent", [0, 40])
+def test_lsh_candidates_give_the_numpy_lsh_edges(silent):
+    """join=lsh (what ``auto`` picks at 10^7 rows, where the device's all-pairs join overran a
+    139 GiB GPU): the torch curator scores the LSH join's candidates, not all pairs, and keeps
+    the numpy path's pairs and posteriors to the bit (hogs-arr's regime: μ = 0.02, the (0,0)
+    threshold ≈ 0.51)."""
+    import scipy.sparse as sp
+
+    from .test_similarity_lsh import onebit_sbm_rows
+
+    n, mu, p = 1500, 0.02, flip_probability(8.0)
+    x = onebit_sbm_rows(n, 8.0)
+    rows = FeatureRows(x)
+    observed = np.ones(n, dtype=bool)
+    observed[:silent] = False
+    r = sp.random(n, n, density=5e-3, random_state=2, format="csr")
+    r.setdiag(0)
+    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
+    r.eliminate_zeros()
+    r.data[:] = 1
+    want = reconstruct_topology(r, observed, rows, p, 0.5, mu=mu, join="lsh", seed=3)
+    curator = TorchCurator("cpu", block_entries=n * 9, gather_entries=64 * 5)
+    i, j, prob, stats = curator.topology(r, observed, rows, x, p, 0.5, mu=mu, join="lsh", seed=3)
+    assert stats["join"] == "lsh" and want.stats["joined_pairs"] > 5_000
+    np.testing.assert_array_equal(i, want.i)
+    np.testing.assert_array_equal(j, want.j)
+    np.testing.assert_array_equal(prob, want.prob)
+    assert stats["joined_pairs"] == want.stats["joined_pairs"]
+    # And not the exact join's pairs: the LSH join is approximate here.
+    exact = reconstruct_topology(r, observed, rows, p, 0.5, mu=mu, join="exact")
+    assert exact.i.size > want.i.size

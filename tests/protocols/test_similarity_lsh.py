@@ -14,6 +14,7 @@ from ldpgraph.protocols.base import CuratorView
 from ldpgraph.protocols.ldp import similarity_lsh
 from ldpgraph.protocols.ldp.similarity import FeatureRows
 from ldpgraph.protocols.ldp.similarity_lsh import (
+    LSH_BUCKET,
     LSH_RING,
     bucket_pairs,
     candidate_probability,
@@ -169,3 +170,86 @@ def test_hogs_release_with_lsh_equals_exact_where_only_identical_rows_pass():
         out.append(proto.server_step(0, result, CuratorView(120, 16), seed=2))
     assert out[0].stats["joined_pairs"] > 0
     assert out[0].fingerprint() == out[1].fingerprint()
+
+
+def _unstreamed_topology(reported, observed, rows, p, threshold, mu, seed):
+    """HoGS's kept pairs the way the LSH path computed them before it streamed: every reported
+    pair scored, then lsh_join's pairs (all bands at once) and the silent nodes' join scored as
+    one list each, and np.unique over all of it."""
+    from ldpgraph.protocols.ldp.hogs_topology import _join_threshold
+    from ldpgraph.protocols.ldp.posterior import posterior
+    from ldpgraph.protocols.ldp.reported_pairs import ReportedPairs
+
+    pairs = ReportedPairs(reported)
+    n = pairs.n
+    parts = []
+    for blk in pairs.blocks():
+        nobs = observed[blk.i].astype(np.int64) + observed[blk.j]
+        ones = blk.ones.astype(np.int64)
+        prob = posterior(rows.cosine(blk.i, blk.j), ones, nobs - ones, p, mu)
+        keep = prob >= threshold
+        parts.append((blk.i[keep], blk.j[keep], prob[keep]))
+    n_obs = int(observed.sum())
+    cands = [lsh_join(rows, _join_threshold(n_obs, n - n_obs, threshold, p, mu), seed)]
+    missing = np.flatnonzero(~observed)
+    if missing.size >= 2:
+        bits = np.unpackbits(rows.words[missing].view(np.uint8), axis=1)[:, : rows.dim]
+        mi, mj = FeatureRows(bits).threshold_join(threshold)
+        cands.append((missing[mi], missing[mj]))
+    for ci, cj in cands:
+        fresh = ~pairs.has(ci, cj)
+        ci, cj = ci[fresh], cj[fresh]
+        zeros = observed[ci].astype(np.int64) + observed[cj]
+        prob = posterior(rows.cosine(ci, cj), np.zeros_like(zeros), zeros, p, mu)
+        keep = prob >= threshold
+        parts.append((ci[keep], cj[keep], prob[keep]))
+    i, j, pr = (np.concatenate([part[k] for part in parts]) for k in range(3))
+    key, first = np.unique(i * n + j, return_index=True)
+    return key // n, key % n, pr[first], sum(c[0].size for c in cands)
+
+
+@pytest.mark.parametrize("silent", [0, 150])
+def test_streamed_lsh_scoring_equals_the_unstreamed_path(monkeypatch, silent):
+    """hogs-arr's regime at 10^7 (μ = 0.02: the (0,0) threshold ≈ 0.51, 25 bands) at n = 3000:
+    the bands scored key range by key range (many small ranges here) keep exactly the pairs,
+    posteriors and joined-pair count of the whole join scored at once."""
+    import scipy.sparse as sp
+
+    from ldpgraph.protocols.ldp import hogs_topology
+    from ldpgraph.protocols.ldp.hogs import reconstruct_topology
+    from ldpgraph.protocols.mechanisms import flip_probability
+
+    n, mu, p = 3000, 0.02, flip_probability(8.0)
+    rows = FeatureRows(onebit_sbm_rows(n, 8.0))
+    observed = np.ones(n, dtype=bool)
+    observed[:silent] = False
+    r = sp.random(n, n, density=5e-3, random_state=1, format="csr")
+    r.setdiag(0)
+    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
+    r.eliminate_zeros()
+    r.data[:] = 1
+    want_i, want_j, want_p, want_joined = _unstreamed_topology(r, observed, rows, p, 0.5, mu, 5)
+    monkeypatch.setattr(hogs_topology, "LSH_SCORE_KEYS", 1000)  # ~50 ranges
+    topo = reconstruct_topology(r, observed, rows, p, 0.5, mu=mu, join="lsh", seed=5)
+    assert topo.stats["join"] == "lsh" and want_joined > 10_000
+    np.testing.assert_array_equal(topo.i, want_i)
+    np.testing.assert_array_equal(topo.j, want_j)
+    np.testing.assert_array_equal(topo.prob, want_p)
+    assert topo.stats["joined_pairs"] == want_joined
+    assert topo.stats["kept_pairs"] == want_i.size
+
+
+def test_bucket_pairs_in_int32_equal_int64():
+    """int32 rows (n < 2^31) give the same candidate pairs as int64 rows, and bucket sizes
+    above 46,341 (whose pair counts overflow int32) are counted in int64."""
+    # A bucket of 50,000 rows holds 1.25·10^9 pairs: int32 arithmetic would wrap negative and
+    # let it through as a "full" bucket.
+    assert similarity_lsh.full_bucket_size(np.array([50_000], np.int32), 1e6) == LSH_BUCKET
+    rng = np.random.default_rng(0)
+    groups = np.concatenate([np.zeros(5_000, np.int64), rng.integers(1, 5000, 20_000)])
+    rows = rng.permutation(25_000)
+    a = bucket_pairs(rows.astype(np.int64), groups, np.random.default_rng(1), pair_budget=1e6)
+    b = bucket_pairs(rows.astype(np.int32), groups, np.random.default_rng(1), pair_budget=1e6)
+    assert b[0].dtype == np.int32 and a[0].size > 20_000
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
