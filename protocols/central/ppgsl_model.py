@@ -165,19 +165,22 @@ class Propagation:
 
 class FixedPropagation:
     """:class:`Propagation` at constant weights, called as ``prop(h, w)`` (``w`` is ignored:
-    it is the one given to :meth:`Propagation.fixed`): Â with its diagonal as one CSR matrix,
-    so a layer is one product forward and one backward."""
+    it is the one given to :meth:`Propagation.fixed`): Â with its diagonal as one sparse
+    matrix, so a layer is one product forward and one backward. Only Â's non-zero entries are
+    kept (pairs at weight 0, half of PPGSL-sparse's pairs at the start, add exact zeros)."""
 
     def __init__(self, prop: Propagation, w: Any) -> None:
         import torch
 
-        self.pattern = prop.looped
         w = w.detach()
         w2 = torch.cat([w, w])
         deg = torch.ones(prop.n, dtype=w.dtype, device=w.device).index_add(0, prop.dst, w2)
         dinv = deg.rsqrt()
         norm = torch.cat([w2 * dinv[prop.src] * dinv[prop.dst], dinv * dinv])
-        self.values = norm[self.pattern.order]
+        values = norm[prop.looped.order]
+        keep = values != 0
+        self.pattern = prop.looped.subset(keep)
+        self.values = values[keep]
 
     def __call__(self, h: Any, w: Any = None) -> Any:
         from .ppgsl_sparse import spmm
