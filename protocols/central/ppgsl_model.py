@@ -258,9 +258,11 @@ def learn(
     # Long on purpose: one training loop whose random draws must run in this order (the
     # seeded fingerprint tests hold it); helpers would only pass its state around.
     import torch
-    import torch.nn.functional as F
 
     from ..torch_env import cpu_threads
+    from .ppgsl_surrogate import SurrogateTrainer
+
+    keep_freed_memory()
 
     dev = torch.device(device)
     pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
@@ -299,22 +301,14 @@ def learn(
                 support = w_fix > 0
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
-                target = torch.cat([w_pos, torch.zeros(len(pos), device=dev)])
-                fixed = prop.fixed(w_fix)  # Â is constant over the N₁ epochs
-                loss = torch.zeros(())
-                for _ in progress.steps(
+                # Â is constant over the N₁ epochs; their backward is written out
+                trainer = SurrogateTrainer(model.weights, xt, prop.fixed(w_fix), pos, w_pos, opt)
+                last = p.ppgsl_attack_epochs - 1
+                for epoch in progress.steps(
                     range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
                 ):
                     neg = torch.as_tensor(fresh_negatives(n, len(pos), taken, neg_rng), device=dev)
-                    z = encode(model, _mm(xt, model.weights[0]), fixed, w_fix)
-                    prob = link_prob(z, torch.cat([pos, neg])).clamp(1e-7, 1 - 1e-7)
-                    half = len(pos)
-                    loss = F.binary_cross_entropy(prob[:half], target[:half]) + (
-                        F.binary_cross_entropy(prob[half:], target[half:])
-                    )
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
+                    loss = trainer.epoch(neg, with_loss=epoch == last)  # logged: the last
                 model.freeze()
                 xw1 = _mm(xt, model.weights[0]).detach()
                 log["retrains"] += 1
@@ -322,7 +316,8 @@ def learn(
                 log["movable"].append(int(((theta >= 0) & (theta <= 1)).sum()))
                 if on_retrain is not None:
                     on_retrain(step, model, xw1, prop, w_fix)
-                log["attack_loss"].append(float(loss.detach()))
+                assert loss is not None  # the last epoch returned it
+                log["attack_loss"].append(float(loss))
             assert model is not None
             w = theta.clamp(0.0, 1.0)
             z = encode(model, xw1, prop, w)
@@ -342,6 +337,29 @@ def learn(
                 log["util_loss"].append(float(util.detach()))
         weights = theta.detach().clamp(0.0, 1.0).cpu().numpy().astype(np.float64)
     return Learned(pairs_np, original_np, weights, log)
+
+
+def keep_freed_memory() -> None:
+    """Let glibc's malloc keep freed blocks of up to 16 MiB in the heap (and up to 64 MiB free
+    at its top) instead of unmapping them: a surrogate epoch allocates and frees some 5 MiB of
+    tensors, and with glibc's default the pages of those blocks went back to the kernel and
+    faulted in again every epoch (about 1 100 page faults an epoch on Cora-ML, a sixth of its
+    CPU time on a loaded machine). Process-wide and idempotent; nothing happens off glibc."""
+    global _KEPT
+    if _KEPT:
+        return
+    _KEPT = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 16 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: its malloc keeps its own policy
+        pass
+
+
+_KEPT = False
 
 
 def _adam_kernel(dev: Any) -> dict[str, Any]:
