@@ -70,11 +70,56 @@ def parameterised_pairs(
     return pairs, original
 
 
-def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+class PairTable:
+    """Per-key tables over all n² keys for :func:`fresh_negatives` on a graph small enough
+    (n² ≤ :attr:`MAX_KEYS`): the taken pairs as a mask, and a scratch slot per key that finds
+    repeated draws without sorting. Built once per learner; :meth:`reset` per retrain."""
+
+    MAX_KEYS = 1 << 24  # 16 MiB of mask and 64 MiB of slots at most (n ≤ 4 096)
+
+    def __init__(self, n: int) -> None:
+        self.taken = np.zeros(n * n, dtype=bool)
+        self.slot = np.empty(n * n, dtype=np.int32)
+
+    @classmethod
+    def fits(cls, n: int) -> bool:
+        return n * n <= cls.MAX_KEYS
+
+    def reset(self, taken: np.ndarray) -> PairTable:
+        self.taken[:] = False
+        self.taken[taken] = True
+        return self
+
+    def first_free(self, head: np.ndarray, n: int) -> np.ndarray:
+        """The mask of ``head``'s keys that are the first occurrence of their key, not a
+        self-pair and not taken (in draw order)."""
+        idx = np.arange(len(head), dtype=np.int32)
+        self.slot[head] = idx  # a repeated key keeps one of its positions (whichever)
+        win = self.slot[head]
+        keep = win == idx
+        lost = ~keep
+        if lost.any():  # every occurrence of a repeated key: the losers and their winners
+            dup = np.unique(np.concatenate([np.flatnonzero(lost), win[lost]]))
+            _, first = np.unique(head[dup], return_index=True)
+            keep[dup] = False
+            keep[dup[first]] = True
+        keep &= (head // n) != (head % n)
+        keep &= ~self.taken[head]
+        return keep
+
+
+def fresh_negatives(
+    n: int,
+    count: int,
+    taken: np.ndarray,
+    rng: np.random.Generator,
+    table: PairTable | None = None,
+) -> np.ndarray:
     """:func:`.baselines.sample_free_pairs` with the same draws and the same result, faster
     where it runs 5 000 times a release (the surrogate's negatives, one set per epoch): its
-    first batch's rejection and first-occurrence de-duplication in one stable sort, with the
-    membership test on the sorted keys, and only a prefix of the batch examined when that
+    first batch's rejection and first-occurrence de-duplication at once — with ``table`` (the
+    same ``taken``, :meth:`PairTable.reset`) by per-key lookups, else in one stable sort with
+    the membership test on the sorted keys — and only a prefix of the batch examined when that
     already holds ``count`` free distinct pairs (the whole batch is still drawn, so the
     generator's stream is unchanged). Any other case is the shared function's own loop."""
     total = n * (n - 1) // 2
@@ -85,6 +130,12 @@ def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Genera
     keys = np.minimum(u, v) * n + np.maximum(u, v)
     for m in (min(b, count + count // 8 + 64), b):
         head = keys[:m]
+        if table is not None:
+            keep = table.first_free(head, n)
+            if keep.sum() >= count or m == b:
+                found = head[keep]
+                break
+            continue
         order = np.argsort(head, kind="stable")
         ranked = head[order]
         keep = np.ones(m, dtype=bool)
@@ -277,6 +328,7 @@ def learn(
         xt = feature_matrix(x, dev)
         gen = torch.Generator().manual_seed(stage_seed(seed, f"{STREAM}/surrogate"))
         neg_rng = stage_rng(seed, f"{STREAM}/negatives")
+        tables = PairTable(n) if PairTable.fits(n) else None
         alpha, mu = p.ppgsl_alpha, p.ppgsl_mu
         summed = p.ppgsl_priv_reduction == "sum"
         log: dict[str, Any] = {
@@ -301,13 +353,15 @@ def learn(
                 support = w_fix > 0
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
+                table = tables.reset(taken) if tables is not None else None
                 # Â is constant over the N₁ epochs; their backward is written out
                 trainer = SurrogateTrainer(model.weights, xt, prop.fixed(w_fix), pos, w_pos, opt)
                 last = p.ppgsl_attack_epochs - 1
                 for epoch in progress.steps(
                     range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
                 ):
-                    neg = torch.as_tensor(fresh_negatives(n, len(pos), taken, neg_rng), device=dev)
+                    neg = fresh_negatives(n, len(pos), taken, neg_rng, table)
+                    neg = torch.as_tensor(neg, device=dev)
                     loss = trainer.epoch(neg, with_loss=epoch == last)  # logged: the last
                 model.freeze()
                 xw1 = _mm(xt, model.weights[0]).detach()
