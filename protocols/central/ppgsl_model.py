@@ -203,10 +203,16 @@ class Propagation:
         return norm[self.pattern.order], dinv * dinv
 
     def __call__(self, h: Any, w: Any) -> Any:
+        return self.bind(w.to(h.dtype))(h)
+
+    def bind(self, w: Any) -> Callable[[Any], Any]:
+        """Â at the weights ``w`` as a function of the rows, normalised once for both layers
+        (differentiable in ``w``)."""
         from .ppgsl_sparse import spmm
 
-        values, diag = self.normalise(w.to(h.dtype))
-        return h * diag.unsqueeze(1) + spmm(values, h, self.pattern)
+        values, diag = self.normalise(w)
+        diag = diag.unsqueeze(1)
+        return lambda h: h * diag.to(h.dtype) + spmm(values.to(h.dtype), h, self.pattern)
 
     def fixed(self, w: Any) -> FixedPropagation:
         """The propagation for constant weights ``w`` (the surrogate's N₁ epochs on a detached
@@ -238,12 +244,16 @@ class FixedPropagation:
 
         return spmm(self.values.to(h.dtype), h, self.pattern)
 
+    def bind(self, w: Any = None) -> FixedPropagation:
+        return self
+
 
 def encode(model: Surrogate, xw1: Any, prop: Propagation, w: Any) -> Any:
     """z = Â·relu(Â·X W₁ + b₁) W₂ + b₂, with X W₁ given (it does not depend on A′)."""
     w1, b1, w2, b2 = model.weights
-    h = (prop(xw1, w) + b1).relu()
-    return prop(h @ w2, w) + b2
+    a_hat = prop.bind(w.to(xw1.dtype))  # Â's normalisation once for both layers
+    h = (a_hat(xw1) + b1).relu()
+    return a_hat(h @ w2) + b2
 
 
 def link_prob(z: Any, pairs: Any) -> Any:
