@@ -176,7 +176,7 @@ class Surrogate:
 
 class Propagation:
     """Â = D^-1/2 (A′ + I) D^-1/2 applied to node rows, A′ given per parameterised pair (both
-    directions), differentiable in the weights: the self-loop term plus one CSR product
+    directions), differentiable in the weights: the self-loop term plus one sparse product
     (:mod:`.ppgsl_sparse`; the pattern is built once, the values from A′ at each call)."""
 
     def __init__(self, pairs: Any, n: int) -> None:
@@ -269,7 +269,7 @@ def link_prob(z: Any, pairs: Any) -> Any:
 
 
 def feature_matrix(x: np.ndarray, device: Any) -> Any:
-    """X for ``_mm``: sparse (CSR with its transpose, :class:`.ppgsl_sparse.SparseFeatures`)
+    """X for ``_mm``: sparse (row lists with its transpose, :class:`.ppgsl_sparse.SparseFeatures`)
     when mostly zeros, the identity when the graph has no features (PolBlogs [R]), else a
     dense tensor."""
     import torch

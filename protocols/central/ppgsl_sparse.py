@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-# torch flags every CSR tensor as beta once per process; the kernels here use only CSR × dense.
+# torch flags every CSR tensor as beta once per process; the only CSR use here is the SDDMM.
 warnings.filterwarnings(
     "ignore", message="Sparse CSR tensor support is in beta", category=UserWarning
 )
