@@ -1,36 +1,112 @@
-"""PPGSL's learner on a real graph (issue 35): wall and CPU seconds of ``ppgsl.learn`` (all of
+"""PPGSL's learner on a real graph (issue 35): CPU and wall seconds of ``ppgsl.learn`` (all of
 Algorithm 1 lines 3-19: the N₂ learner steps and the ⌈N₂/μ⌉ surrogate retrains of N₁ epochs
-each), against the figures recorded before the sparse kernels.
+each), optionally beside the learner of an earlier commit, measured in the same command.
 
-    python benchmarks/bench_ppgsl.py                           # Cora-ML at the defaults
-    python benchmarks/bench_ppgsl.py --n2 20 --n1 100 --mu 10  # 2 retrains: a quick look
-    python benchmarks/bench_ppgsl.py --dataset cora --threads 1
+    python benchmarks/bench_ppgsl.py                                 # Cora-ML at the defaults
+    python benchmarks/bench_ppgsl.py --n2 20 --n1 100 --mu 10        # 220 iterations: a look
+    python benchmarks/bench_ppgsl.py --n2 20 --n1 100 --mu 10 --before 44140e1 --reps 2
+
+``--before REV`` loads ``protocols/central/ppgsl_model.py`` and ``ppgsl_sparse.py`` as they
+were at that commit (``git show``) and runs each learner in its own process, alternating, so
+that neither inherits the other's state (torch's imports, the allocator's settings). It then
+compares the two learned graphs: the largest weight difference, and one shared Bernoulli draw
+on each (released edges, pairs that differ).
 
 CPU seconds (``time.process_time``) are the figure to compare on a shared machine: wall time
-there counts the other jobs too (on the 2-core development machine under a load of 14-19, wall
-was 4-6 times the CPU time, and CPU time itself rises with the load). The "before" figures
-are not re-measured here (the old gather/scatter path is gone): they are the ones recorded in
-docs/benchmarks.md, measured in one command beside the new path on the same machine.
+there counts the other jobs too, and CPU time itself rises with the load, so only ratios from
+one command compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import math
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ldpgraph.protocols.central import ppgsl as pg
-from ldpgraph.protocols.graph import canonical_edges
-from ldpgraph.protocols.params import Params
-from ldpgraph.simulation.datasets import load_dataset
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ("ppgsl_sparse", "ppgsl_surrogate", "ppgsl_model")  # in import order
 
-#: Recorded before issue 35's kernels (docs/benchmarks.md, "PPGSL's learner"): CPU seconds
-#: per learner iteration (a surrogate epoch or a learner step) on Cora-ML, one thread, and the
-#: whole-run wall time the issue measured.
-BEFORE_CPU_PER_ITERATION_S = {"cora-ml": 21.7 / 220}
-BEFORE_RUN_S = {"cora-ml": 529.0}
+
+def _load_learner(module_dir: str | None):
+    """``learn`` from the working tree, or from the files of an earlier commit in
+    ``module_dir`` (imported under new names inside the package, so relative imports work)."""
+    if module_dir is None:
+        from ldpgraph.protocols.central import ppgsl_model
+
+        return ppgsl_model.learn
+    for name in FILES:
+        path = Path(module_dir, f"{name}_before.py")
+        if not path.exists():  # not yet written at that commit
+            continue
+        full = f"ldpgraph.protocols.central.{name}_before"
+        spec = importlib.util.spec_from_file_location(full, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return sys.modules["ldpgraph.protocols.central.ppgsl_model_before"].learn
+
+
+def _export(rev: str, into: str) -> None:
+    for name in FILES:
+        got = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:protocols/central/{name}.py"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if got.returncode:  # the file did not exist at that commit
+            continue
+        text = got.stdout
+        for other in FILES:
+            text = text.replace(f".{other} import", f".{other}_before import")
+        Path(into, f"{name}_before.py").write_text(text)
+
+
+def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
+    """One learner run (after a one-iteration warm-up: torch's first optimizer imports
+    torch._dynamo, a one-off per process): CPU and wall seconds, the weights and the log."""
+    from ldpgraph.protocols.central import ppgsl as pg
+    from ldpgraph.protocols.graph import canonical_edges
+    from ldpgraph.protocols.params import Params
+    from ldpgraph.simulation.datasets import load_dataset
+
+    learn = _load_learner(module_dir)
+    graph = load_dataset(args.dataset)
+    n = graph.num_nodes
+    edges = canonical_edges(np.asarray(graph.edges), n)
+    public, sensitive = pg.split_sensitive(edges, 0.1, args.seed)
+    x = np.asarray(graph.x)
+    defaults = {q.name: q.default for q in pg.PARAMS}
+    tiny = Params({**defaults, "ppgsl_epochs": 1, "ppgsl_attack_epochs": 1, "ppgsl_mu": 1})
+    p = Params({**defaults, "ppgsl_epochs": args.n2, "ppgsl_attack_epochs": args.n1,
+                "ppgsl_mu": args.mu})  # fmt: skip
+    learn(public, sensitive, x, n, tiny, args.seed, num_threads=args.threads)
+    cpu, wall = time.process_time(), time.perf_counter()
+    learned = learn(public, sensitive, x, n, p, args.seed, num_threads=args.threads)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {
+        "cpu": cpu, "wall": wall, "weights": learned.weights.tolist(),
+        "attack_loss": learned.log["attack_loss"],
+        "shape": [n, len(public), len(sensitive), len(learned.pairs)],
+    }  # fmt: skip
+
+
+def _child(args: argparse.Namespace, module_dir: str | None) -> dict:
+    cmd = [sys.executable, __file__, "--dataset", args.dataset, "--n2", str(args.n2),
+           "--n1", str(args.n1), "--mu", str(args.mu), "--threads", str(args.threads),
+           "--seed", str(args.seed), "--child"]  # fmt: skip
+    if module_dir is not None:
+        cmd += ["--module-dir", module_dir]
+    got = subprocess.run(cmd, capture_output=True, text=True)
+    if got.returncode:
+        raise SystemExit(f"bench_ppgsl: a learner run failed:\n{got.stderr[-3000:]}")
+    return json.loads(got.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -41,43 +117,55 @@ def main() -> None:
     parser.add_argument("--mu", type=int, default=50, help="retrain every μ steps (default 50)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--before", metavar="REV", help="also run the learner of this commit")
+    parser.add_argument("--reps", type=int, default=1, help="runs of each learner (default 1)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--module-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args, args.module_dir)))
+        return
 
-    graph = load_dataset(args.dataset)
-    n = graph.num_nodes
-    edges = canonical_edges(np.asarray(graph.edges), n)
-    public, sensitive = pg.split_sensitive(edges, 0.1, args.seed)
-    defaults = {q.name: q.default for q in pg.PARAMS}
-    p = Params({**defaults, "ppgsl_epochs": args.n2, "ppgsl_attack_epochs": args.n1,
-                "ppgsl_mu": args.mu})  # fmt: skip
     iterations = args.n2 + math.ceil(args.n2 / args.mu) * args.n1
     full = 500 + math.ceil(500 / 50) * 500
-
-    # Warm-up: torch's first optimizer imports torch._dynamo (about 2 CPU s), a one-off per
-    # process that the recorded figures did not include.
-    tiny = Params({**defaults, "ppgsl_epochs": 1, "ppgsl_attack_epochs": 1, "ppgsl_mu": 1})
-    pg.learn(public, sensitive, np.asarray(graph.x), n, tiny, args.seed, num_threads=args.threads)
-    cpu, wall = time.process_time(), time.perf_counter()
-    learned = pg.learn(
-        public, sensitive, np.asarray(graph.x), n, p, args.seed, num_threads=args.threads
-    )
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    per = cpu / iterations
-    print(f"{args.dataset}: {n} nodes, {len(public)} public edges, {len(sensitive)} sensitive, "
-          f"{len(learned.pairs)} parameterised pairs; N2 {args.n2}, N1 {args.n1}, mu {args.mu} "
-          f"({iterations} iterations), {args.threads} thread(s)")  # fmt: skip
-    print("| path | CPU s | wall s | CPU ms / iteration | CPU s at the defaults (5 500 it.) |")
+    with tempfile.TemporaryDirectory() as tmp:
+        sides: dict[str, str | None] = {}
+        if args.before:
+            _export(args.before, tmp)
+            sides[f"before ({args.before})"] = tmp
+        sides["now"] = None
+        runs: dict[str, list[dict]] = {name: [] for name in sides}
+        for _ in range(args.reps):
+            for name, module_dir in sides.items():
+                runs[name].append(_child(args, module_dir))
+    n, public, sensitive, pairs = runs["now"][0]["shape"]
+    print(f"{args.dataset}: {n} nodes, {public} public edges, {sensitive} sensitive, {pairs} "
+          f"parameterised pairs; N2 {args.n2}, N1 {args.n1}, mu {args.mu} ({iterations} "
+          f"iterations), {args.threads} thread(s), each learner in its own process")  # fmt: skip
+    print("| learner | CPU s | wall s | CPU ms / iteration | CPU s at the defaults (5 500 it.) |")
     print("|---|---|---|---|---|")
-    before = BEFORE_CPU_PER_ITERATION_S.get(args.dataset)
-    if before is not None:
-        print(f"| before (recorded) | – | – | {1e3 * before:.1f} | {before * full:.0f} |")
-    print(f"| now | {cpu:.1f} | {wall:.1f} | {1e3 * per:.1f} | {per * full:.0f} |")
-    if before is not None:
-        print(f"CPU per iteration: {before / per:.1f}x less than before")
-    if args.dataset in BEFORE_RUN_S:
-        print(f"(issue 35 recorded {BEFORE_RUN_S[args.dataset]:.0f} s for the whole "
-              f"`ldpgraph run` before)")  # fmt: skip
-    print(f"expected released edges {learned.weights.sum():.1f}")
+    best = {}
+    for name, results in runs.items():
+        cpus = ", ".join(f"{r['cpu']:.2f}" for r in results)
+        walls = ", ".join(f"{r['wall']:.1f}" for r in results)
+        best[name] = min(r["cpu"] for r in results) / iterations
+        print(f"| {name} | {cpus} | {walls} | {1e3 * best[name]:.1f} | "
+              f"{best[name] * full:.0f} |")  # fmt: skip
+    now = np.asarray(runs["now"][0]["weights"])
+    draw = np.random.default_rng(args.seed).random(len(now))
+    losses = runs["now"][0]["attack_loss"]
+    print(f"now: expected released edges {now.sum():.1f}, one draw releases "
+          f"{int((draw < now).sum())}; surrogate losses {losses}")  # fmt: skip
+    if args.before:
+        name = f"before ({args.before})"
+        old = np.asarray(runs[name][0]["weights"])
+        diff = np.abs(old - now)
+        print(f"CPU per iteration (best of each): {best[name] / best['now']:.2f}x less than "
+              f"before")  # fmt: skip
+        print(f"before: one draw releases {int((draw < old).sum())}, "
+              f"{int(((draw < old) != (draw < now)).sum())} pairs differ; weights differ by "
+              f"> 1e-3 on {int((diff > 1e-3).sum())} of {len(now)} pairs (max {diff.max():.3g}); "
+              f"surrogate losses {runs[name][0]['attack_loss']}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -46,9 +46,10 @@ protection against link inference on E_s is measured, not proved, by the ``attac
 which scores the release's declared ``protected`` pairs (E_s) against true non-links beside
 the links hidden before collection.
 
-**Kernels.** The propagation and the feature product run as CSR products with hand-written
-gradients (:mod:`.ppgsl_sparse`, issue 35): the same model as the gather/scatter form up to float
-summation order, about 3.3× less CPU on Cora-ML.
+**Kernels.** The propagation and the feature product run as sparse row sums with hand-written
+gradients (:mod:`.ppgsl_sparse`, issue 35), and the surrogate's epochs with their whole backward
+written out (:mod:`.ppgsl_surrogate`): the same model as the gather/scatter form up to float
+rounding, about 7× less CPU than that form on Cora-ML.
 
 torch is imported inside functions (the registry lists this module without importing torch).
 """

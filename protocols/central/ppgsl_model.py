@@ -70,11 +70,56 @@ def parameterised_pairs(
     return pairs, original
 
 
-def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+class PairTable:
+    """Per-key tables over all n² keys for :func:`fresh_negatives` on a graph small enough
+    (n² ≤ :attr:`MAX_KEYS`): the taken pairs as a mask, and a scratch slot per key that finds
+    repeated draws without sorting. Built once per learner; :meth:`reset` per retrain."""
+
+    MAX_KEYS = 1 << 24  # 16 MiB of mask and 64 MiB of slots at most (n ≤ 4 096)
+
+    def __init__(self, n: int) -> None:
+        self.taken = np.zeros(n * n, dtype=bool)
+        self.slot = np.empty(n * n, dtype=np.int32)
+
+    @classmethod
+    def fits(cls, n: int) -> bool:
+        return n * n <= cls.MAX_KEYS
+
+    def reset(self, taken: np.ndarray) -> PairTable:
+        self.taken[:] = False
+        self.taken[taken] = True
+        return self
+
+    def first_free(self, head: np.ndarray, n: int) -> np.ndarray:
+        """The mask of ``head``'s keys that are the first occurrence of their key, not a
+        self-pair and not taken (in draw order)."""
+        idx = np.arange(len(head), dtype=np.int32)
+        self.slot[head] = idx  # a repeated key keeps one of its positions (whichever)
+        win = self.slot[head]
+        keep = win == idx
+        lost = ~keep
+        if lost.any():  # every occurrence of a repeated key: the losers and their winners
+            dup = np.unique(np.concatenate([np.flatnonzero(lost), win[lost]]))
+            _, first = np.unique(head[dup], return_index=True)
+            keep[dup] = False
+            keep[dup[first]] = True
+        keep &= (head // n) != (head % n)
+        keep &= ~self.taken[head]
+        return keep
+
+
+def fresh_negatives(
+    n: int,
+    count: int,
+    taken: np.ndarray,
+    rng: np.random.Generator,
+    table: PairTable | None = None,
+) -> np.ndarray:
     """:func:`.baselines.sample_free_pairs` with the same draws and the same result, faster
     where it runs 5 000 times a release (the surrogate's negatives, one set per epoch): its
-    first batch's rejection and first-occurrence de-duplication in one stable sort, with the
-    membership test on the sorted keys, and only a prefix of the batch examined when that
+    first batch's rejection and first-occurrence de-duplication at once — with ``table`` (the
+    same ``taken``, :meth:`PairTable.reset`) by per-key lookups, else in one stable sort with
+    the membership test on the sorted keys — and only a prefix of the batch examined when that
     already holds ``count`` free distinct pairs (the whole batch is still drawn, so the
     generator's stream is unchanged). Any other case is the shared function's own loop."""
     total = n * (n - 1) // 2
@@ -85,6 +130,12 @@ def fresh_negatives(n: int, count: int, taken: np.ndarray, rng: np.random.Genera
     keys = np.minimum(u, v) * n + np.maximum(u, v)
     for m in (min(b, count + count // 8 + 64), b):
         head = keys[:m]
+        if table is not None:
+            keep = table.first_free(head, n)
+            if keep.sum() >= count or m == b:
+                found = head[keep]
+                break
+            continue
         order = np.argsort(head, kind="stable")
         ranked = head[order]
         keep = np.ones(m, dtype=bool)
@@ -125,7 +176,7 @@ class Surrogate:
 
 class Propagation:
     """Â = D^-1/2 (A′ + I) D^-1/2 applied to node rows, A′ given per parameterised pair (both
-    directions), differentiable in the weights: the self-loop term plus one CSR product
+    directions), differentiable in the weights: the self-loop term plus one sparse product
     (:mod:`.ppgsl_sparse`; the pattern is built once, the values from A′ at each call)."""
 
     def __init__(self, pairs: Any, n: int) -> None:
@@ -152,10 +203,16 @@ class Propagation:
         return norm[self.pattern.order], dinv * dinv
 
     def __call__(self, h: Any, w: Any) -> Any:
+        return self.bind(w.to(h.dtype))(h)
+
+    def bind(self, w: Any) -> Callable[[Any], Any]:
+        """Â at the weights ``w`` as a function of the rows, normalised once for both layers
+        (differentiable in ``w``)."""
         from .ppgsl_sparse import spmm
 
-        values, diag = self.normalise(w.to(h.dtype))
-        return h * diag.unsqueeze(1) + spmm(values, h, self.pattern)
+        values, diag = self.normalise(w)
+        diag = diag.unsqueeze(1)
+        return lambda h: h * diag.to(h.dtype) + spmm(values.to(h.dtype), h, self.pattern)
 
     def fixed(self, w: Any) -> FixedPropagation:
         """The propagation for constant weights ``w`` (the surrogate's N₁ epochs on a detached
@@ -165,31 +222,38 @@ class Propagation:
 
 class FixedPropagation:
     """:class:`Propagation` at constant weights, called as ``prop(h, w)`` (``w`` is ignored:
-    it is the one given to :meth:`Propagation.fixed`): Â with its diagonal as one CSR matrix,
-    so a layer is one product forward and one backward."""
+    it is the one given to :meth:`Propagation.fixed`): Â with its diagonal as one sparse
+    matrix, so a layer is one product forward and one backward. Only Â's non-zero entries are
+    kept (pairs at weight 0, half of PPGSL-sparse's pairs at the start, add exact zeros)."""
 
     def __init__(self, prop: Propagation, w: Any) -> None:
         import torch
 
-        self.pattern = prop.looped
         w = w.detach()
         w2 = torch.cat([w, w])
         deg = torch.ones(prop.n, dtype=w.dtype, device=w.device).index_add(0, prop.dst, w2)
         dinv = deg.rsqrt()
         norm = torch.cat([w2 * dinv[prop.src] * dinv[prop.dst], dinv * dinv])
-        self.values = norm[self.pattern.order]
+        values = norm[prop.looped.order]
+        keep = values != 0
+        self.pattern = prop.looped.subset(keep)
+        self.values = values[keep]
 
     def __call__(self, h: Any, w: Any = None) -> Any:
         from .ppgsl_sparse import spmm
 
         return spmm(self.values.to(h.dtype), h, self.pattern)
 
+    def bind(self, w: Any = None) -> FixedPropagation:
+        return self
+
 
 def encode(model: Surrogate, xw1: Any, prop: Propagation, w: Any) -> Any:
     """z = Â·relu(Â·X W₁ + b₁) W₂ + b₂, with X W₁ given (it does not depend on A′)."""
     w1, b1, w2, b2 = model.weights
-    h = (prop(xw1, w) + b1).relu()
-    return prop(h @ w2, w) + b2
+    a_hat = prop.bind(w.to(xw1.dtype))  # Â's normalisation once for both layers
+    h = (a_hat(xw1) + b1).relu()
+    return a_hat(h @ w2) + b2
 
 
 def link_prob(z: Any, pairs: Any) -> Any:
@@ -205,7 +269,7 @@ def link_prob(z: Any, pairs: Any) -> Any:
 
 
 def feature_matrix(x: np.ndarray, device: Any) -> Any:
-    """X for ``_mm``: sparse (CSR with its transpose, :class:`.ppgsl_sparse.SparseFeatures`)
+    """X for ``_mm``: sparse (row lists with its transpose, :class:`.ppgsl_sparse.SparseFeatures`)
     when mostly zeros, the identity when the graph has no features (PolBlogs [R]), else a
     dense tensor."""
     import torch
@@ -255,9 +319,11 @@ def learn(
     # Long on purpose: one training loop whose random draws must run in this order (the
     # seeded fingerprint tests hold it); helpers would only pass its state around.
     import torch
-    import torch.nn.functional as F
 
     from ..torch_env import cpu_threads
+    from .ppgsl_surrogate import SurrogateTrainer
+
+    keep_freed_memory()
 
     dev = torch.device(device)
     pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
@@ -272,6 +338,7 @@ def learn(
         xt = feature_matrix(x, dev)
         gen = torch.Generator().manual_seed(stage_seed(seed, f"{STREAM}/surrogate"))
         neg_rng = stage_rng(seed, f"{STREAM}/negatives")
+        tables = PairTable(n) if PairTable.fits(n) else None
         alpha, mu = p.ppgsl_alpha, p.ppgsl_mu
         summed = p.ppgsl_priv_reduction == "sum"
         log: dict[str, Any] = {
@@ -296,22 +363,16 @@ def learn(
                 support = w_fix > 0
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
-                target = torch.cat([w_pos, torch.zeros(len(pos), device=dev)])
-                fixed = prop.fixed(w_fix)  # Â is constant over the N₁ epochs
-                loss = torch.zeros(())
-                for _ in progress.steps(
+                table = tables.reset(taken) if tables is not None else None
+                # Â is constant over the N₁ epochs; their backward is written out
+                trainer = SurrogateTrainer(model.weights, xt, prop.fixed(w_fix), pos, w_pos, opt)
+                last = p.ppgsl_attack_epochs - 1
+                for epoch in progress.steps(
                     range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
                 ):
-                    neg = torch.as_tensor(fresh_negatives(n, len(pos), taken, neg_rng), device=dev)
-                    z = encode(model, _mm(xt, model.weights[0]), fixed, w_fix)
-                    prob = link_prob(z, torch.cat([pos, neg])).clamp(1e-7, 1 - 1e-7)
-                    half = len(pos)
-                    loss = F.binary_cross_entropy(prob[:half], target[:half]) + (
-                        F.binary_cross_entropy(prob[half:], target[half:])
-                    )
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
+                    neg = fresh_negatives(n, len(pos), taken, neg_rng, table)
+                    neg = torch.as_tensor(neg, device=dev)
+                    loss = trainer.epoch(neg, with_loss=epoch == last)  # logged: the last
                 model.freeze()
                 xw1 = _mm(xt, model.weights[0]).detach()
                 log["retrains"] += 1
@@ -319,7 +380,8 @@ def learn(
                 log["movable"].append(int(((theta >= 0) & (theta <= 1)).sum()))
                 if on_retrain is not None:
                     on_retrain(step, model, xw1, prop, w_fix)
-                log["attack_loss"].append(float(loss.detach()))
+                assert loss is not None  # the last epoch returned it
+                log["attack_loss"].append(float(loss))
             assert model is not None
             w = theta.clamp(0.0, 1.0)
             z = encode(model, xw1, prop, w)
@@ -339,6 +401,29 @@ def learn(
                 log["util_loss"].append(float(util.detach()))
         weights = theta.detach().clamp(0.0, 1.0).cpu().numpy().astype(np.float64)
     return Learned(pairs_np, original_np, weights, log)
+
+
+def keep_freed_memory() -> None:
+    """Let glibc's malloc keep freed blocks of up to 16 MiB in the heap (and up to 64 MiB free
+    at its top) instead of unmapping them: a surrogate epoch allocates and frees some 5 MiB of
+    tensors, and with glibc's default the pages of those blocks went back to the kernel and
+    faulted in again every epoch (about 1 100 page faults an epoch on Cora-ML, a sixth of its
+    CPU time on a loaded machine). Process-wide and idempotent; nothing happens off glibc."""
+    global _KEPT
+    if _KEPT:
+        return
+    _KEPT = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 16 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: its malloc keeps its own policy
+        pass
+
+
+_KEPT = False
 
 
 def _adam_kernel(dev: Any) -> dict[str, Any]:

@@ -93,12 +93,14 @@ def test_the_negatives_are_the_shared_samplers_draw_for_draw(n, count, taken_cou
     rng0 = np.random.default_rng(seed + 100)
     taken = np.unique(np.sort(rng0.integers(0, n, (taken_count, 2)), axis=1) @ np.array([n, 1]))
     taken = taken[taken // n != taken % n] if taken_count else np.zeros(0, np.int64)
-    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    a, b, c = (np.random.default_rng(seed) for _ in range(3))
+    table = pg.PairTable(n).reset(taken)
     for _ in range(5):
-        assert np.array_equal(
-            sample_free_pairs(n, count, taken, a), pg.fresh_negatives(n, count, taken, b)
-        )
-    assert a.integers(1 << 30) == b.integers(1 << 30)  # the stream is where the shared one left it
+        want = sample_free_pairs(n, count, taken, a)
+        assert np.array_equal(want, pg.fresh_negatives(n, count, taken, b))
+        assert np.array_equal(want, pg.fresh_negatives(n, count, taken, c, table))
+    # the streams are where the shared one left them
+    assert a.integers(1 << 30) == b.integers(1 << 30) == c.integers(1 << 30)
 
 
 def test_the_negatives_continue_exactly_when_the_first_batch_falls_short():
@@ -107,13 +109,14 @@ def test_the_negatives_continue_exactly_when_the_first_batch_falls_short():
     n = 20
     iu, iv = np.triu_indices(n, 1)
     keys = iu * n + iv
+    table = pg.PairTable(n)
     for seed in range(40):
         taken = np.sort(np.random.default_rng(seed).choice(keys, 150, replace=False))
-        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
-        assert np.array_equal(
-            sample_free_pairs(n, 10, taken, a), pg.fresh_negatives(n, 10, taken, b)
-        )
-        assert a.integers(1 << 30) == b.integers(1 << 30)
+        a, b, c = (np.random.default_rng(seed) for _ in range(3))
+        want = sample_free_pairs(n, 10, taken, a)
+        assert np.array_equal(want, pg.fresh_negatives(n, 10, taken, b))
+        assert np.array_equal(want, pg.fresh_negatives(n, 10, taken, c, table.reset(taken)))
+        assert a.integers(1 << 30) == b.integers(1 << 30) == c.integers(1 << 30)
 
 
 def test_the_learner_says_its_retrains_to_a_listener_and_nothing_otherwise():
