@@ -18,7 +18,7 @@ IJCAI 2021): the two experiments the `ldpgraph run` path cannot make (docs/repro
   (preferential attachment: what the degree alignment alone can carry) and 0.5.
   Trainings: ``nodp`` (as ``table``), ``paper`` (the paper's DP-SGD at its convention's ε, the
   strict release ``dp-*`` of experiments/dpggan-tables.toml: proven ε ∞) and ``bounded`` (the
-  default, proven edge-level ε).
+  default, proven edge-level ε, at its own defaults: ``--steps`` and ``--q`` do not apply).
 
     python experiments/dpggan_nodp.py table DATASET {gvae,ggan} [--steps T] [--q Q] [--seed S]
     python experiments/dpggan_nodp.py linkpriv DATASET {gvae,ggan} TRAINING [--epsilon E] ...
@@ -144,8 +144,8 @@ def linkpriv(args) -> None:
     print(json.dumps({"experiment": "linkpriv", "dataset": args.dataset, "model": args.model,
                       "training": args.training,
                       "epsilon": None if args.training == "nodp" else args.epsilon,
-                      "steps": args.steps, "q": args.q, "seed": args.seed,
-                      "pairs": len(labels), "train_s": round(train_s, 1), **auc}),
+                      "steps": "bounded default" if args.training == "bounded" else args.steps,
+                      "q": args.q, "seed": args.seed, "pairs": len(labels), "train_s": round(train_s, 1), **auc}),
           flush=True)  # fmt: skip
 
 
