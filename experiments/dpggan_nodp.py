@@ -145,7 +145,8 @@ def linkpriv(args) -> None:
                       "training": args.training,
                       "epsilon": None if args.training == "nodp" else args.epsilon,
                       "steps": "bounded default" if args.training == "bounded" else args.steps,
-                      "q": args.q, "seed": args.seed, "pairs": len(labels), "train_s": round(train_s, 1), **auc}),
+                      "q": args.q, "seed": args.seed, "pairs": len(labels),
+                      "train_s": round(train_s, 1), **auc}),
           flush=True)  # fmt: skip
 
 
