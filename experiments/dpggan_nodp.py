@@ -1,0 +1,168 @@
+"""DPGGAN paper (Yang et al., "Secure Deep Graph Generation with Link Differential Privacy",
+IJCAI 2021): the two experiments the `ldpgraph run` path cannot make (docs/reproduction/dpggan).
+
+* ``table``: the **non-private baselines** of Tables 1-2, "GVAE (no DP)" (its §4: the same model
+  with ordinary gradients, "trained to convergence") and GGAN (DPGGAN with neither clipping nor
+  noise; in the official code, not in the tables): the paper's per-graph training
+  (``dpg_training paper``, the lanes of ``protocols/central/dpggan_lanes.py``) with σ = 0 (the
+  lanes add no noise when the std is 0) and a clip C no gradient reaches (every per-node
+  gradient passes unchanged, so the clipped sum is the plain gradient), the true edge count
+  (``topk_true``), scored by the ``collection`` metric's own comparison.
+* ``linkpriv``: **Figure 3** (link privacy, the paper's §4 "individual link privacy"): hide a
+  seeded 20 % of every graph's edges, train on the other 80 %, generate, align the generated
+  nodes to the original training graph's by degree rank (descending, ties at random), and
+  score the hidden edges against as many sampled non-edges of the original by the aligned
+  generated graph (its adjacency, and common neighbours in it), as ROC-AUC pooled over the
+  graphs. The references are common neighbours and Adamic-Adar on the original 80 % graph
+  itself (what the generated graph is trying not to reveal), the degree product there
+  (preferential attachment: what the degree alignment alone can carry) and 0.5.
+  Trainings: ``nodp`` (as ``table``), ``paper`` (the paper's DP-SGD at its convention's ε, the
+  strict release ``dp-*`` of experiments/dpggan-tables.toml: proven ε ∞) and ``bounded`` (the
+  default, proven edge-level ε, at its own defaults: ``--steps`` and ``--q`` do not apply).
+
+    python experiments/dpggan_nodp.py table DATASET {gvae,ggan} [--steps T] [--q Q] [--seed S]
+    python experiments/dpggan_nodp.py linkpriv DATASET {gvae,ggan} TRAINING [--epsilon E] ...
+
+Needs LDPGRAPH_DATA (the mirror). Prints JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ldpgraph.protocols.central.dpggan_model import Plan
+from ldpgraph.protocols.graph import canonical_edges
+from ldpgraph.protocols.registry import make_protocol
+from ldpgraph.server.evaluation.collection import TABLE1, compare_collections, original_graphs
+from ldpgraph.simulation.datasets.load import load_dataset
+
+#: A clip no per-node gradient reaches: clipping is the identity (non-private training).
+NO_CLIP = 1e12
+
+
+def _train(parts, model: str, training: str, args) -> list[np.ndarray]:
+    """One generated graph (local edges) per part, by ``training``."""
+    gan = model == "ggan"
+    name = "dpggan" if gan else "dpgvae"
+    common = {"delta": 1e-5, "dpg_q": args.q, "dpg_steps": args.steps}
+    if training == "bounded":
+        from ldpgraph.protocols.central.dpggan_bounded_train import fit_and_generate_bounded
+
+        s = make_protocol(name, epsilon=args.epsilon, dpg_training="bounded")
+        results, _ = fit_and_generate_bounded(parts, s.plan(), s.p, gan, args.seed)
+        return [g for g, _ in results]
+    from ldpgraph.protocols.central.dpggan_lanes import fit_and_generate_many
+
+    if training == "paper":  # the strict release dp-* (σ calibrated to ε over T steps)
+        s = make_protocol(name, epsilon=args.epsilon, dpg_training="paper", **common)
+        plan, p = s.plan(), s.p
+    else:  # nodp: σ = 0, no clipping, the true M (a baseline: no privacy)
+        s = make_protocol(name, epsilon=1.0, dpg_training="paper", **common)
+        p = s.p.replace(dpg_clip=NO_CLIP, dpg_clip_decay=1.0, dpg_edge_selection="topk_true")
+        plan = Plan(sigma=0.0, steps=args.steps, epsilon_train=float("inf"),
+                    epsilon_count=0.0, epsilon_paper=float("inf"), delta=1e-5)  # fmt: skip
+    return [g for g, _ in fit_and_generate_many(parts, plan, p, gan, args.seed)]
+
+
+def table(args) -> None:
+    originals = original_graphs(load_dataset(args.dataset))
+    t = time.time()
+    gen = _train(originals, args.model, "nodp", args)
+    train_s = time.time() - t
+    res = compare_collections(originals, [(g, n) for g, (_, n) in zip(gen, originals, strict=True)])
+    t1, t2 = res["table1"], res["table2"]
+    row = {c: t1[c]["abs_diff"] for c in TABLE1}
+    row.update(degree_cos=t2["degree_cosine"], motif_cos=t2["motif_cosine"])
+    print(json.dumps({"experiment": "table", "dataset": args.dataset, "model": args.model,
+                      "training": "nodp", "steps": args.steps, "q": args.q, "seed": args.seed,
+                      "train_s": round(train_s, 1), "total_s": round(time.time() - t, 1),
+                      **row}), flush=True)  # fmt: skip
+
+
+def _split(edges: np.ndarray, n: int, rng: np.random.Generator):
+    """(80 % training edges, hidden 20 %, as many sampled non-edges of the full graph)."""
+    m = len(edges)
+    order = rng.permutation(m)
+    hidden_n = int(round(0.2 * m))
+    hidden, train = edges[order[:hidden_n]], edges[order[hidden_n:]]
+    full = set(map(tuple, edges.tolist()))
+    free = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in full]
+    k = min(hidden_n, len(free))
+    neg = np.asarray([free[i] for i in rng.choice(len(free), k, replace=False)], np.int64)
+    return train, hidden, neg.reshape(-1, 2)
+
+
+def _adj(edges: np.ndarray, n: int) -> np.ndarray:
+    a = np.zeros((n, n), np.float64)  # small graphs only (DBLP ≤ 1 000 nodes a graph)
+    if len(edges):
+        a[edges[:, 0], edges[:, 1]] = a[edges[:, 1], edges[:, 0]] = 1.0
+    return a
+
+
+def _degree_rank(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Nodes by degree, descending, ties broken at random."""
+    return np.lexsort((rng.random(a.shape[0]), -a.sum(1)))
+
+
+def linkpriv(args) -> None:
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(args.seed)
+    originals = original_graphs(load_dataset(args.dataset))
+    splits = [_split(canonical_edges(e, n), n, rng) for e, n in originals]
+    t = time.time()
+    gen = _train([(tr, n) for (tr, _, _), (_, n) in zip(splits, originals, strict=True)],
+                 args.model, args.training, args)  # fmt: skip
+    train_s = time.time() - t
+    keys = ("gen_adj", "gen_cn", "orig_cn", "orig_aa", "orig_pa")
+    scores: dict[str, list[float]] = {k: [] for k in keys}
+    labels: list[int] = []
+    for (tr, hid, neg), (_, n), g in zip(splits, originals, gen, strict=True):
+        if not len(hid) or not len(neg):
+            continue
+        pairs = np.concatenate([hid, neg])
+        labels += [1] * len(hid) + [0] * len(neg)
+        a_tr, a_gen = _adj(tr, n), _adj(g, n)
+        pi = np.empty(n, np.int64)  # original node at degree rank r -> generated node at rank r
+        pi[_degree_rank(a_tr, rng)] = _degree_rank(a_gen, rng)
+        u, v = pi[pairs[:, 0]], pi[pairs[:, 1]]
+        cn_gen = a_gen @ a_gen
+        scores["gen_adj"] += list(a_gen[u, v])
+        scores["gen_cn"] += list(cn_gen[u, v] + 1e-3 * a_gen[u, v])
+        cn = a_tr @ a_tr
+        deg = a_tr.sum(1)
+        inv_log = np.where(deg > 1, 1.0 / np.log(np.maximum(deg, 2)), 0.0)
+        aa = (a_tr * inv_log) @ a_tr
+        scores["orig_cn"] += list(cn[pairs[:, 0], pairs[:, 1]])
+        scores["orig_aa"] += list(aa[pairs[:, 0], pairs[:, 1]])
+        scores["orig_pa"] += list(deg[pairs[:, 0]] * deg[pairs[:, 1]])
+    auc = {k: round(float(roc_auc_score(labels, s)), 4) for k, s in scores.items()}
+    print(json.dumps({"experiment": "linkpriv", "dataset": args.dataset, "model": args.model,
+                      "training": args.training,
+                      "epsilon": None if args.training == "nodp" else args.epsilon,
+                      "steps": "bounded default" if args.training == "bounded" else args.steps,
+                      "q": args.q, "seed": args.seed, "pairs": len(labels),
+                      "train_s": round(train_s, 1), **auc}),
+          flush=True)  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("experiment", choices=["table", "linkpriv"])
+    ap.add_argument("dataset")
+    ap.add_argument("model", choices=["gvae", "ggan"])
+    ap.add_argument("training", nargs="?", default="nodp", choices=["nodp", "paper", "bounded"])
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--q", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    (table if args.experiment == "table" else linkpriv)(args)
+
+
+if __name__ == "__main__":
+    main()
