@@ -158,10 +158,13 @@ def _overflow(p: int, rng: np.random.Generator) -> int:
 
 
 def _leading_successes(ok: np.ndarray, m: int) -> np.ndarray:
-    """Per block (last axis, length m): the index of the first failure, m if none, as a
-    full-length min over all m positions (no early exit: the work does not depend on it)."""
+    """Per block (last axis, length m): the index of the first failure, m if none, as the sum
+    of the running product of the successes: multiplications and additions over all m
+    positions, no comparison. (A min over the positions, as before, branches on each
+    comparison: calls with K ≠ 0 ran 10-20 ns slower in the fast tail, which the timing audit
+    saw at ε = 4.)"""
     dtype = np.int16 if m < (1 << 15) else np.int32
-    return np.where(ok, dtype(m), np.arange(m, dtype=dtype)).min(axis=-1)
+    return np.multiply.accumulate(ok.view(np.uint8), axis=-1, dtype=dtype).sum(axis=-1, dtype=dtype)
 
 
 def noise_array(p: int, m: int, rng: np.random.Generator) -> np.ndarray:
