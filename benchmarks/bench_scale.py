@@ -135,6 +135,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         tau=bench_tau(n, args),
         steps=args.steps,
         join=args.join,
+        **({"lsh_ring": args.lsh_ring} if args.lsh_ring is not None else {}),
         **({"mu": args.mu} if args.mu is not None and args.protocol == "hogs-arr" else {}),
         backend="local",
         epochs=args.epochs,
@@ -367,6 +368,9 @@ def main() -> None:
     )
     ap.add_argument(
         "--join", choices=("auto", "exact", "lsh"), default="auto", help="(0,0) similarity join"
+    )
+    ap.add_argument(
+        "--lsh-ring", type=int, help="LSH join: rows per row and band in over-full buckets"
     )
     ap.add_argument("--mu", type=float, help="hogs-arr: the cap on μ (default: the protocol's)")
     ap.add_argument("--no-floor", action="store_true", help="skip the features-only floor")
