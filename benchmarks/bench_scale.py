@@ -135,6 +135,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         tau=bench_tau(n, args),
         steps=args.steps,
         join=args.join,
+        **({"lsh_ring": args.lsh_ring} if args.lsh_ring is not None else {}),
         **({"mu": args.mu} if args.mu is not None and args.protocol == "hogs-arr" else {}),
         backend="local",
         epochs=args.epochs,
@@ -195,6 +196,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
                 stage("bench: the features-only floor")
                 rec.update(floor(config, prepared, curator, workers))
     rec["reported_ones"] = collector.ones
+    rec["process_cpu_s"] = round(cpu_seconds(), 1)  # this process and its finished workers
     rec["collect_cpu_s"] = round(collector.cpu, 3)
     rec["peak_rss_mib"] = peak_mib()
     rec["worker_peak_rss_mib"] = peak_mib(resource.RUSAGE_CHILDREN)
@@ -345,6 +347,12 @@ def print_table(rows: list[dict], header: bool = True) -> None:
         )
         if r.get("floor_s") is not None:
             print(f"{'':>9} floor (features-only, MLP): {r['floor_s']:.2f}s, τ = {r['tau']:.6g}")
+        if r.get("kept_pairs") is not None:
+            print(
+                f"{'':>9} pairs: {r.get('joined_pairs')} joined, {r['kept_pairs']} kept "
+                f"(P >= min(τ, 0.5)), {r.get('synthetic_edges')} edges; process CPU "
+                f"{r.get('process_cpu_s', '-')} s"
+            )
 
 
 def main() -> None:
@@ -367,6 +375,9 @@ def main() -> None:
     )
     ap.add_argument(
         "--join", choices=("auto", "exact", "lsh"), default="auto", help="(0,0) similarity join"
+    )
+    ap.add_argument(
+        "--lsh-ring", type=int, help="LSH join: rows per row and band in over-full buckets"
     )
     ap.add_argument("--mu", type=float, help="hogs-arr: the cap on μ (default: the protocol's)")
     ap.add_argument("--no-floor", action="store_true", help="skip the features-only floor")
@@ -418,9 +429,10 @@ def main() -> None:
 
         def say(message: str) -> None:
             now, peak = memory.line()
+            # CPU seconds too: on the loaded 2-core machine the wall clock says little.
             print(
-                f"[{time.perf_counter() - t0:7.1f}s] [rss {now:5.2f} GiB, peak since last line "
-                f"{peak:5.2f} GiB] {message}",
+                f"[{time.perf_counter() - t0:7.1f}s] [cpu {cpu_seconds():7.1f}s] [rss {now:5.2f} "
+                f"GiB, peak since last line {peak:5.2f} GiB] {message}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -30,7 +30,7 @@ from .consistency import CONSISTENCY_ALPHA, Screening, onebit_rates, screen, wit
 from .hogs_features import FR_THRESHOLD, reconstruct_features
 from .hogs_topology import TopologyResult, reconstruct_topology
 from .similarity import FeatureRows
-from .similarity_lsh import JOINS
+from .similarity_lsh import JOINS, RING
 from .split_budget import RRSplitBudgetProtocol
 
 TAU = Param(
@@ -61,13 +61,13 @@ JOIN = Param(
 @register(
     "hogs",
     label="HoGS",
-    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, CONSISTENCY_ALPHA, JOIN),
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, CONSISTENCY_ALPHA, JOIN, RING),
     summary="HoGS: edge LDP + feature LDP, homophily-based reconstruction",
 )
 @register(
     "hogs-edge",
     label="HoGS",
-    params=(EPSILON, TAU, CONSISTENCY_ALPHA, JOIN),
+    params=(EPSILON, TAU, CONSISTENCY_ALPHA, JOIN, RING),
     public_features=True,
     summary="HoGS with edge LDP only; features public (Table III)",
 )
@@ -95,7 +95,13 @@ class HogsProtocol(RRSplitBudgetProtocol):
             # Only when on, so the round message (and every stored release) stays as it was.
             **({"consistency_alpha": alpha} if alpha else {}),
             **({"join": self.join} if self.join != "auto" else {}),
+            **({"lsh_ring": self.ring} if self.ring != RING.default else {}),
         }
+
+    @property
+    def ring(self) -> int:
+        """The LSH join's rows per row and band in over-full buckets (``lsh_ring``)."""
+        return int(self.setting(RING))
 
     @property
     def join(self) -> str:
@@ -121,13 +127,30 @@ class HogsProtocol(RRSplitBudgetProtocol):
         if gpu is None:
             rows = FeatureRows(x0)
             topo = reconstruct_topology(
-                reported, observed, rows, flip, need, mu=mu, join=self.join, seed=seed
+                reported,
+                observed,
+                rows,
+                flip,
+                need,
+                mu=mu,
+                join=self.join,
+                seed=seed,
+                ring=self.ring,
             )
         else:
             rows = FeatureRows(x0)
             topo = TopologyResult(
                 *gpu.topology(
-                    reported, observed, rows, x0, flip, need, mu=mu, join=self.join, seed=seed
+                    reported,
+                    observed,
+                    rows,
+                    x0,
+                    flip,
+                    need,
+                    mu=mu,
+                    join=self.join,
+                    seed=seed,
+                    ring=self.ring,
                 )
             )
         in_graph = topo.prob >= tau

@@ -44,6 +44,7 @@ from ..registry import register
 from ..types import NodeView, PrivacyReport, Release, Report
 from .hogs import JOIN, TAU, HogsProtocol
 from .node_reports import rr_onebit_batch, sampled_row
+from .similarity_lsh import RING
 
 MU = Param(
     "mu",
@@ -93,7 +94,7 @@ def keep_probability(mu: float, report_cap: float, num_nodes: int, eps_adjacency
 @register(
     "hogs-arr",
     label="HoGS-ARR",
-    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, MU, REPORT_CAP, JOIN),
+    params=(EPSILON, FEATURE_SHARE, TAU, STEPS, MU, REPORT_CAP, JOIN, RING),
     summary="HoGS with asymmetric RR: each reported 1 kept with public probability μ "
     "(reports shrink by μ, ε unchanged)",
 )

@@ -21,7 +21,7 @@ from .blocks import map_blocks
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
-from .similarity_lsh import choose_join, index_dtype, lsh_joiner, unique_sorted
+from .similarity_lsh import LSH_RING, choose_join, index_dtype, lsh_joiner, unique_sorted
 
 log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
@@ -160,6 +160,7 @@ def reconstruct_topology(
     mu: float = 1.0,
     join: str = "auto",
     seed: int = 0,
+    ring: int = LSH_RING,
 ) -> TopologyResult:
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
     the probability a node kept each reported 1 (asymmetric RR, :func:`.posterior.likelihoods`).
@@ -183,6 +184,8 @@ def reconstruct_topology(
         join: the similarity join of the pairs with no reported 1: ``exact``, ``lsh``
             (:mod:`.similarity_lsh`, approximate) or ``auto`` (exact where it is cheap).
         seed: the curator's own seed for the LSH join's hashing (post-processing).
+        ring: the LSH join's rows per row and band in over-full buckets
+            (:data:`.similarity_lsh.RING`).
     """
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
     scorer = _Scorer(pairs, observed, features, p, threshold, mu)
@@ -200,7 +203,7 @@ def reconstruct_topology(
         for size, part in map_blocks(scorer.scored_rows, bounds):
             scorer.add(size, part)
         if t_join is not None and method == "lsh":
-            joined_lsh = _score_lsh(scorer, t_join, seed)
+            joined_lsh = _score_lsh(scorer, t_join, seed, ring)
         elif t_join is not None:
             candidates.append(features.threshold_join(t_join))
     if n - n_obs >= 2:
@@ -230,7 +233,7 @@ def reconstruct_topology(
     return TopologyResult(i, j, prob, stats)
 
 
-def _score_lsh(scorer: _Scorer, t_join: float, seed: int) -> int:
+def _score_lsh(scorer: _Scorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
     """The LSH join's pairs (:mod:`.similarity_lsh`) scored as they come, in bounded blocks:
     each band's verified pairs are held as sorted int64 keys (8 bytes a pair), then ranges of
     the key space are merged across bands, deduplicated and scored one at a time, so no
@@ -240,7 +243,7 @@ def _score_lsh(scorer: _Scorer, t_join: float, seed: int) -> int:
     features = scorer.features
     if t_join > 1.0 or features.num_rows < 2:  # no pair can pass (as lsh_join)
         return 0
-    joiner = lsh_joiner(features, t_join, seed)
+    joiner = lsh_joiner(features, t_join, seed, ring=ring)
     items = list(range(joiner.bands))
     bands = list(
         steps(map_blocks(joiner.band_keys, items), "similarity join: LSH band", len(items))

@@ -44,7 +44,7 @@ from .hogs_torch_ops import (
 )
 from .posterior import posterior
 from .similarity import FeatureRows
-from .similarity_lsh import choose_join, lsh_join
+from .similarity_lsh import LSH_RING, choose_join, lsh_join
 
 #: How much below t the device's filter admits pairs (float32 rounding); every candidate is
 #: verified with the exact cosine, as in :meth:`FeatureRows.block_candidates`.
@@ -113,6 +113,7 @@ class TorchCurator:
         mu: float = 1.0,
         join: str = "auto",
         seed: int = 0,
+        ring: int = LSH_RING,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Every pair i < j with P_ij ≥ ``threshold``: ``(i, j, prob, stats)`` sorted by
         (i, j), as :func:`~ldpgraph.protocols.ldp.hogs.reconstruct_topology` returns them.
@@ -130,6 +131,7 @@ class TorchCurator:
                 path's own bands and seed), never the device's all-pairs blocks, whose work
                 and memory grow as n² (10^7 rows overran a 139 GiB GPU).
             seed: the curator's seed for the LSH hashing (post-processing).
+            ring: the LSH join's rows per row and band in over-full buckets.
         """
         n = reported.shape[0]
         dev = self.device
@@ -145,7 +147,7 @@ class TorchCurator:
         if method == "lsh":
             assert t_join is not None
             dots = self._pair_dots(x0, features.binary, pi, pj)
-            candidates = [lsh_join(features, t_join, seed)]
+            candidates = [lsh_join(features, t_join, seed, ring=ring)]
         else:
             dots, candidates = self._dots_and_candidates(x0, features, norm, pi, pj, t_join)
         s = pair_cosine(dots, norm, pi, pj)

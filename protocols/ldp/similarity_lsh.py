@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..params import Param
 from ..progress import steps
 from .blocks import map_blocks
 from .similarity import FeatureRows
@@ -60,6 +61,19 @@ LSH_PAIR_BUDGET = 1e7
 LSH_PAIRS_PER_ROW = 2
 #: ... and the rest give each row its next this many rows (in the bucket's random order).
 LSH_RING = 2
+
+RING = Param(
+    "lsh_ring",
+    int,
+    LSH_RING,
+    "HoGS/hogs-arr, LSH join: in an over-full bucket (beyond the join's pair budget, only at "
+    "scale: ~10^5+ rows) each row is paired with its next lsh_ring rows per band, so the join "
+    "gives a row at most 2·lsh_ring·bands neighbours beyond the budget's pairs; 0: the budget's "
+    "pairs only (what 10^7 nodes need to fit 16 GiB, docs/benchmarks.md). Server-side",
+    low=0,
+    server_side=True,
+    added_with=LSH_RING,  # runs stored before the knob used a ring of 2
+)
 #: Candidate pairs verified at once (the cosine's temporaries: ~40 bytes a pair).
 VERIFY_CHUNK = 1 << 22
 #: Rows whose MinHash values are computed at once (their unpacked bits: d bytes a row, twice).
@@ -129,6 +143,7 @@ class LshJoin:
     seed: int
     pair_budget: float = LSH_PAIR_BUDGET
     bands: int = 1
+    ring: int = LSH_RING
 
     def band(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The verified pairs i < j (cosine ≥ t) of one band, sorted by i·n + j."""
@@ -146,7 +161,7 @@ class LshJoin:
             groups = _row_groups(f, rows)
         else:
             groups = _minhash_groups(f, rows, self.r, rng)
-        i, j = bucket_pairs(rows, groups, rng, self.pair_budget)
+        i, j = bucket_pairs(rows, groups, rng, self.pair_budget, self.ring)
         del rows, groups
         kept: list[np.ndarray] = [np.zeros(0, np.int64)]
         for a in range(0, i.size, VERIFY_CHUNK):
@@ -160,7 +175,11 @@ class LshJoin:
 
 
 def lsh_join(
-    features: FeatureRows, t: float, seed: int = 0, recall: float = LSH_RECALL
+    features: FeatureRows,
+    t: float,
+    seed: int = 0,
+    recall: float = LSH_RECALL,
+    ring: int = LSH_RING,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs i < j with cosine ≥ ``t`` found by MinHash bands (0/1 rows only): a subset of
     :meth:`FeatureRows.threshold_join`'s, each of its pairs found with probability at least
@@ -170,7 +189,7 @@ def lsh_join(
         raise ValueError("the LSH join needs 0/1 feature rows; use the exact join")
     if t > 1.0 or features.num_rows < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    joiner = lsh_joiner(features, t, seed, recall)
+    joiner = lsh_joiner(features, t, seed, recall, ring)
     b = joiner.bands
     parts = list(
         steps(map_blocks(joiner.band_keys, list(range(b))), "similarity join: LSH band", b)
@@ -179,7 +198,13 @@ def lsh_join(
     return key // features.num_rows, key % features.num_rows
 
 
-def lsh_joiner(features: FeatureRows, t: float, seed: int = 0, recall: float = LSH_RECALL):
+def lsh_joiner(
+    features: FeatureRows,
+    t: float,
+    seed: int = 0,
+    recall: float = LSH_RECALL,
+    ring: int = LSH_RING,
+):
     """The :class:`LshJoin` for a threshold join at ``t`` (0/1 rows, t ≤ 1): its bands, each
     computable on its own (:meth:`LshJoin.band_keys`), for callers that consume them as they
     come (:func:`.hogs_topology.reconstruct_topology` scores them in bounded blocks)."""
@@ -188,7 +213,9 @@ def lsh_joiner(features: FeatureRows, t: float, seed: int = 0, recall: float = L
         r, b = 0, 1
     else:
         r, b = plan_bands(t, recall)
-    return LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b, b)
+    if ring < 0:
+        raise ValueError(f"lsh_ring must be >= 0, got {ring}")
+    return LshJoin(features, t, r, int(seed), pair_budget(features.num_rows) / b, b, int(ring))
 
 
 def index_dtype(n: int) -> type:
@@ -218,10 +245,11 @@ def bucket_pairs(
     groups: np.ndarray,
     rng: np.random.Generator,
     pair_budget: float = LSH_PAIR_BUDGET,
+    ring: int = LSH_RING,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) of rows sharing a group id: every pair of the buckets of at
-    most :func:`full_bucket_size` rows, each row with its next :data:`LSH_RING` rows (random
-    order) in larger ones. Vectorised by offset: row k of the grouped order pairs with k + o.
+    most :func:`full_bucket_size` rows, each row with its next ``ring`` rows (random order)
+    in larger ones. Vectorised by offset: row k of the grouped order pairs with k + o.
     The pairs come in ``rows``' dtype (int32 rows: half the memory)."""
     if rows.size < 2:
         return np.zeros(0, rows.dtype), np.zeros(0, rows.dtype)
@@ -241,7 +269,7 @@ def bucket_pairs(
     reach = np.repeat(sizes, sizes) - 1
     reach -= np.arange(rows.size, dtype=small) - np.repeat(starts, sizes)
     full = np.repeat(sizes <= cap, sizes)
-    np.minimum(reach, LSH_RING, out=reach, where=~full)
+    np.minimum(reach, ring, out=reach, where=~full)
     del full, starts, sizes
     pi: list[np.ndarray] = [np.zeros(0, rows.dtype)]
     pj: list[np.ndarray] = [np.zeros(0, rows.dtype)]

@@ -193,6 +193,7 @@ def test_run_config_passes_and_checks_only_the_chosen_protocols_parameters():
         "steps": 1,
         "consistency_alpha": 0.0,
         "join": "auto",
+        "lsh_ring": 2,
     }
     assert RunConfig(protocol="none", trust_curator=True).protocol_params() == {}
     with pytest.raises(ConfigError, match="unknown combine 'xor'"):

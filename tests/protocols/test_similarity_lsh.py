@@ -253,3 +253,48 @@ def test_bucket_pairs_in_int32_equal_int64():
     assert b[0].dtype == np.int32 and a[0].size > 20_000
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("ring", [0, 1, 3])
+def test_ring_bounds_each_rows_partners_in_over_full_buckets(ring):
+    """``lsh_ring`` rows per row in an over-full bucket (each row has at most 2·ring partners
+    there; 0: none), while buckets within the budget still give every pair."""
+    rows = np.arange(2010, dtype=np.int64)
+    groups = np.concatenate([np.zeros(2000, np.int64), np.repeat([1, 2], 5)])
+    i, j = bucket_pairs(rows, groups, np.random.default_rng(0), pair_budget=100, ring=ring)
+    big = j < 2000
+    assert big.sum() == ring * 2000 - ring * (ring + 1) // 2
+    assert (~big).sum() == 2 * 10
+    degree = np.bincount(np.concatenate([i[big], j[big]]), minlength=2000)
+    assert degree.max() <= 2 * ring
+
+
+def test_ring_param_is_declared_checked_and_left_out_at_its_default():
+    """The ring is a declared, server-side knob of the three HoGS variants; at its default it
+    is not in the config (round message, stored identities as before the knob)."""
+    from ldpgraph.protocols.ldp.similarity_lsh import RING
+
+    assert RING.default == LSH_RING and RING.server_side
+    for name in ("hogs", "hogs-edge", "hogs-arr"):
+        assert "lsh_ring" not in make_protocol(name, epsilon=8.0).config()
+    proto = make_protocol("hogs-arr", epsilon=8.0, lsh_ring=0)
+    assert proto.ring == 0 and proto.config()["lsh_ring"] == 0
+    with pytest.raises(ProtocolParameterError):
+        make_protocol("hogs", epsilon=8.0, lsh_ring=-1)
+    with pytest.raises(ValueError, match="lsh_ring must be >= 0"):
+        lsh_join(FeatureRows(onebit_sbm_rows(500, 4.0)), 0.6, ring=-1)
+
+
+def test_smaller_ring_keeps_a_subset_of_the_joins_pairs(monkeypatch):
+    """At scale (a budget that over-fills the buckets) a ring of 0 or 1 keeps a subset of the
+    ring-2 join's verified pairs (the same bands and bucket orders, fewer offsets), and fewer
+    pairs per row."""
+    monkeypatch.setattr(similarity_lsh, "LSH_PAIR_BUDGET", 2000)
+    monkeypatch.setattr(similarity_lsh, "LSH_PAIRS_PER_ROW", 0)
+    rows = FeatureRows(onebit_sbm_rows(3000, 8.0))
+    keys = {}
+    for ring in (0, 1, 2):
+        i, j = lsh_join(rows, 0.51, seed=3, ring=ring)
+        keys[ring] = set((i * 3000 + j).tolist())
+    assert keys[0] < keys[1] < keys[2]
+    assert len(keys[0]) <= 2000 + 3000 * 25  # the budget, and buckets of at most 3 rows
