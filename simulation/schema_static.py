@@ -26,12 +26,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ldpgraph.protocols.params import Param
+from ldpgraph.protocols.params import Param, declarations_by_name
 
 _METRICS_MODULE = "ldpgraph.server.evaluation.base"
 
@@ -114,14 +113,7 @@ def protocol_entries() -> list[ProtocolEntry]:
 def parameters() -> dict[str, tuple[Param, list[str]]]:
     """Every protocol parameter name: its most common declaration and the protocols that
     declare it (as :func:`ldpgraph.protocols.registry.parameters`, without the imports)."""
-    seen: dict[str, list[tuple[Param, str]]] = {}
-    for entry in protocol_entries():
-        for p in entry.params:
-            seen.setdefault(p.name, []).append((p, entry.name))
-    return {
-        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
-        for name, uses in seen.items()
-    }
+    return declarations_by_name((entry.name, entry.params) for entry in protocol_entries())
 
 
 def _metrics_live() -> bool:
