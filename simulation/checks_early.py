@@ -47,13 +47,15 @@ def refuse_early(values: Mapping[str, Any], memory: bool = True) -> None:
     graph here) a synthetic graph whose reports cannot fit in this machine's memory, when the
     table's figures decide it; else nothing."""
     epsilon = values.get("epsilon", key_default("epsilon"))
-    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+    table = schema_static._table()
+    if not (
+        isinstance(epsilon, int | float) and 0 < epsilon <= getattr(table, "EARLY_MAX_EPSILON", 0.0)
+    ):
         return  # the configuration's own check says what is wrong
     figures = _figures(values)
     if figures is None:
         return
     shares, adjacency = figures
-    table = schema_static._table()
     node_unit = values.get("node_unit", key_default("node_unit"))
     name = values.get("protocol", key_default("protocol"))
     if node_unit == PER_BIT:
@@ -89,14 +91,15 @@ def _memory(
     # The spec's own items, read as the dataset registry reads them (whose lookup imports
     # every dataset module); anything it would refuse is left to it.
     given = dict(item.partition("=")[::2] for item in tail.split(",") if "=" in item)
-    p = dict(defaults) | {k.strip(): v.strip() for k, v in given.items()}
+    p = {"n": defaults["n"], "avg_degree": defaults["avg_degree"]}
+    p |= {k.strip(): v.strip() for k, v in given.items()}
     if not str(p["n"]).isdigit():
         return
     try:
         n, degree = int(p["n"]), float(p["avg_degree"])
     except (TypeError, ValueError):
         return
-    if not (n >= 1 and math.isfinite(degree) and degree >= 0):
+    if not (1 <= n <= defaults["max_n"] and math.isfinite(degree) and degree >= 0):
         return
     flip = 1.0 / (math.exp(share * epsilon) + 1.0)  # Warner's rate at round 0's ε per bit
     need = int(4 * (n * (n - 1) * flip + n * degree))

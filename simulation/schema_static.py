@@ -204,12 +204,13 @@ def early_arithmetic() -> dict[str, Any]:
     with no protocol flag given, its rounds' charges and round 0's randomized-response ε per
     adjacency bit as multiples of ε (``None``: not a fixed multiple, a raw upload, or reports
     sampled at a rate of their own: no early refusal); the smallest charge a node accepts; the
-    synthetic graph's default size and degree."""
+    largest ε a run takes; the synthetic graph's default size and degree, and its largest size."""
     from ldpgraph.client.refusals import MIN_CHARGE
     from ldpgraph.protocols import registry
+    from ldpgraph.protocols.base import MAX_EPSILON
 
     from .config import RunConfig
-    from .datasets.synthetic import SYNTHETIC_DEFAULTS
+    from .datasets.synthetic import SYNTHETIC_DEFAULTS, SYNTHETIC_MAX_NODES
 
     out: dict[str, tuple[tuple[float, ...] | None, float | None]] = {}
     for name in registry.BUILTIN:
@@ -232,7 +233,13 @@ def early_arithmetic() -> dict[str, Any]:
         share = _shares(adjacency) if adjacency and len(adjacency) == len(charges) else None
         out[name] = (_shares(charges) if charges else None, share[0] if share else None)
     synthetic = {k: SYNTHETIC_DEFAULTS[k] for k in ("n", "avg_degree")}
-    return {"protocols": out, "min_charge": float(MIN_CHARGE), "synthetic": synthetic}
+    synthetic["max_n"] = SYNTHETIC_MAX_NODES
+    return {
+        "protocols": out,
+        "min_charge": float(MIN_CHARGE),
+        "max_epsilon": float(MAX_EPSILON),
+        "synthetic": synthetic,
+    }
 
 
 def render() -> str:
@@ -276,6 +283,7 @@ def render() -> str:
     out.extend(f"    {n!r}: {v!r}," for n, v in early["protocols"].items())
     out.append("}")
     out.append(f"EARLY_MIN_CHARGE = {early['min_charge']!r}")
+    out.append(f"EARLY_MAX_EPSILON = {early['max_epsilon']!r}")
     out.append(f"EARLY_SYNTHETIC = {early['synthetic']!r}")
     return "\n".join(out) + "\n"
 
@@ -301,6 +309,7 @@ def mismatches() -> list[str]:
     if (
         getattr(table, "EARLY", None) != early["protocols"]
         or getattr(table, "EARLY_MIN_CHARGE", None) != early["min_charge"]
+        or getattr(table, "EARLY_MAX_EPSILON", None) != early["max_epsilon"]
         or getattr(table, "EARLY_SYNTHETIC", None) != early["synthetic"]
     ):
         out.append("the early refusals' arithmetic")

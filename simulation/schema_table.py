@@ -220,4 +220,5 @@ EARLY = {
     'dpr-nodp': (None, None),
 }
 EARLY_MIN_CHARGE = 1e-06
-EARLY_SYNTHETIC = {'n': 1000, 'avg_degree': 8.0}
+EARLY_MAX_EPSILON = 100.0
+EARLY_SYNTHETIC = {'n': 1000, 'avg_degree': 8.0, 'max_n': 10000000}
