@@ -33,21 +33,40 @@ def release_with(backend: str, graph, config: RunConfig, client_app=None):
     return flower.run_protocol(protocol, graph, curator, config, client_app=client_app)[0]
 
 
-@pytest.mark.parametrize("protocol,k", [("hogs", 1), ("hogs", 7), ("hogs-edge", 0)])
-def test_flower_reports_equal_local(protocol, k):
+@pytest.mark.parametrize(
+    "runs",
+    # k = 0 (automatic) gives 60 one-node SuperNodes here, as k = 1 does: one engine for both;
+    # k = 7 leaves a last SuperNode with 4 nodes.
+    [[("hogs", 1), ("hogs-edge", 0)], [("hogs", 7)]],
+    ids=["hogs-1+hogs-edge-0", "hogs-7"],
+)
+def test_flower_reports_equal_local(runs):
     graph = load_dataset("synthetic:n=60,classes=3,d=30,avg_degree=5,seed=2")
-    cfg = RunConfig(
-        protocol=protocol, epsilon=5.0, seed=11, nodes_per_client=k, ray_actors=2
-    ).validate()
-    local = release_with("local", graph, cfg)
-    fl = release_with("flower", graph, cfg)
-    assert fl.fingerprint() == local.fingerprint()
-    # Simulated nodes keep the sparse rows (their hellos say so), as the local backend does.
-    assert fl.stats["collection"]["node_sampling"] == {"sparse": 60}
-    assert local.stats["collection"]["node_sampling"] == {"sparse": 60}
-    rounds = fl.stats["collection"]["rounds"]
-    assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
-    assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
+    cfgs = [
+        RunConfig(protocol=p, epsilon=5.0, seed=11, nodes_per_client=k, ray_actors=2).validate()
+        for p, k in runs
+    ]
+    released = releases_in_one_engine(
+        [
+            (
+                make_protocol(c.protocol, **c.protocol_params()),
+                curator_view(graph, uses_public_features(c.protocol)),
+                c,
+            )
+            for c in cfgs
+        ],
+        graph,
+        cfgs[0],
+    )
+    for cfg, fl in zip(cfgs, released, strict=True):
+        local = release_with("local", graph, cfg)
+        assert fl.fingerprint() == local.fingerprint(), cfg.protocol
+        # Simulated nodes keep the sparse rows (their hellos say so), as the local backend does.
+        assert fl.stats["collection"]["node_sampling"] == {"sparse": 60}
+        assert local.stats["collection"]["node_sampling"] == {"sparse": 60}
+        rounds = fl.stats["collection"]["rounds"]
+        assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
+        assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
 
 
 def test_faulty_supernodes_are_dropped_and_counted():

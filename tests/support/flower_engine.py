@@ -23,17 +23,23 @@ from ldpgraph.simulation.config import RunConfig
 
 
 def releases_in_one_engine(
-    runs: Sequence[tuple[LdpProtocol, CuratorView]], graph: Graph, config: RunConfig
+    runs: Sequence[tuple[LdpProtocol, CuratorView] | tuple[LdpProtocol, CuratorView, RunConfig]],
+    graph: Graph,
+    config: RunConfig,
 ) -> list[Release]:
-    """The release of ``graph`` by each protocol of ``runs`` (with its curator's view),
-    collected in turn by one ServerApp in one run of the simulation engine (``config``: seed,
-    nodes per client, Ray actors, timeouts)."""
+    """The release of ``graph`` by each protocol of ``runs`` (with its curator's view and,
+    optionally, a configuration of its own: seed, nodes per client, timeouts), collected in
+    turn by one ServerApp in one run of the simulation engine (``config``: the engine's Ray
+    actors; every run's nodes per client must give the same number of SuperNodes)."""
     from flwr.serverapp import ServerApp
 
     from ldpgraph.client.app import app as client_app
 
     n = graph.num_nodes
     supernodes = -(-n // config.resolved_nodes_per_client(n))
+    configs = [run[2] if len(run) > 2 else config for run in runs]
+    counts = {-(-n // c.resolved_nodes_per_client(n)) for c in configs}
+    assert counts == {supernodes}, f"one engine has one set of SuperNodes, not {counts}"
     out: dict[str, Any] = {}
     abort = threading.Event()
     with flower.run_directory(config) as rundir:
@@ -43,11 +49,12 @@ def releases_in_one_engine(
         def main(grid: Any, context: Any) -> None:
             try:
                 out["releases"] = []
-                for i, (protocol, curator) in enumerate(runs):
+                for i, (run, cfg) in enumerate(zip(runs, configs, strict=True)):
                     workdir = rundir / f"protocol-{i}"
                     workdir.mkdir()
+                    protocol, curator = run[0], run[1]
                     release, _ = flower.release_over_grid(
-                        grid, protocol, graph, curator, config, workdir, None, abort, supernodes
+                        grid, protocol, graph, curator, cfg, workdir, None, abort, supernodes
                     )
                     out["releases"].append(release)
             except BaseException as exc:  # surfaced in the caller's thread below
