@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,6 +19,22 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known`` to a misspelt ``word``, or ""."""
     close = difflib.get_close_matches(word, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def declarations_by_name(
+    declarers: Iterable[tuple[str, Iterable[Param]]],
+) -> dict[str, tuple[Param, list[str]]]:
+    """Every parameter name the ``(protocol name, its params)`` pairs declare: its most common
+    declaration (a protocol may narrow the range or help of a shared one) and the protocols
+    that declare it, in order. One aggregation for the live registry and the static table."""
+    seen: dict[str, list[tuple[Param, str]]] = {}
+    for protocol, params in declarers:
+        for p in params:
+            seen.setdefault(p.name, []).append((p, protocol))
+    return {
+        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
+        for name, uses in seen.items()
+    }
 
 
 class ProtocolParameterError(ValueError):

@@ -19,13 +19,12 @@ Standard library only: the client imports this.
 from __future__ import annotations
 
 import importlib
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .catalog import load_plugins, path_of, resolve
-from .params import Param, ProtocolParameterError, did_you_mean
+from .params import Param, ProtocolParameterError, declarations_by_name, did_you_mean
 
 if TYPE_CHECKING:
     from .base import LdpProtocol
@@ -240,14 +239,7 @@ def public_feature_protocols() -> frozenset[str]:
 def parameters() -> dict[str, tuple[Param, list[str]]]:
     """Every parameter name some protocol declares: its most common declaration (a protocol
     may narrow the range or help of a shared one) and the protocols that declare it."""
-    seen: dict[str, list[tuple[Param, str]]] = {}
-    for info in all_protocols():
-        for p in info.params:
-            seen.setdefault(p.name, []).append((p, info.name))
-    return {
-        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
-        for name, uses in seen.items()
-    }
+    return declarations_by_name((info.name, info.params) for info in all_protocols())
 
 
 def server_side_keys() -> tuple[str, ...]:

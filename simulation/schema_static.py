@@ -26,12 +26,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ldpgraph.protocols.params import Param
+from ldpgraph.protocols.params import Param, declarations_by_name
 
 _METRICS_MODULE = "ldpgraph.server.evaluation.base"
 
@@ -114,14 +113,7 @@ def protocol_entries() -> list[ProtocolEntry]:
 def parameters() -> dict[str, tuple[Param, list[str]]]:
     """Every protocol parameter name: its most common declaration and the protocols that
     declare it (as :func:`ldpgraph.protocols.registry.parameters`, without the imports)."""
-    seen: dict[str, list[tuple[Param, str]]] = {}
-    for entry in protocol_entries():
-        for p in entry.params:
-            seen.setdefault(p.name, []).append((p, entry.name))
-    return {
-        name: (Counter(p for p, _ in uses).most_common(1)[0][0], [n for _, n in uses])
-        for name, uses in seen.items()
-    }
+    return declarations_by_name((entry.name, entry.params) for entry in protocol_entries())
 
 
 def _metrics_live() -> bool:
@@ -192,6 +184,64 @@ def live_tables() -> tuple[dict[str, Any], tuple[str, ...], dict[str, Param]]:
     return protocols, names, settings
 
 
+def _shares(per_epsilon: dict[float, list[float]]) -> tuple[float, ...] | None:
+    """The figures of ``per_epsilon`` (ε -> figures at that ε) as multiples of ε, when they are
+    (the same multiples at every ε, to 1e-12); else None."""
+    shares = [tuple(v / e for v in values) for e, values in per_epsilon.items()]
+    first = shares[0]
+    if any(
+        len(other) != len(first) or any(not math.isclose(a, b, rel_tol=1e-12) for a, b in
+                                         zip(first, other, strict=True))
+        for other in shares[1:]
+    ):  # fmt: skip
+        return None
+    return first
+
+
+def early_arithmetic() -> dict[str, Any]:
+    """What :mod:`.checks_early` needs to refuse a run before importing a protocol module
+    (which imports NumPy and SciPy): for each built-in protocol as ``ldpgraph run`` builds it
+    with no protocol flag given, its rounds' charges and round 0's randomized-response ε per
+    adjacency bit as multiples of ε (``None``: not a fixed multiple, a raw upload, or reports
+    sampled at a rate of their own: no early refusal); the smallest charge a node accepts; the
+    largest ε a run takes; the synthetic graph's default size and degree, and its largest size."""
+    from ldpgraph.client.refusals import MIN_CHARGE
+    from ldpgraph.protocols import registry
+    from ldpgraph.protocols.base import MAX_EPSILON
+
+    from .config import RunConfig
+    from .datasets.synthetic import SYNTHETIC_DEFAULTS, SYNTHETIC_MAX_NODES
+
+    out: dict[str, tuple[tuple[float, ...] | None, float | None]] = {}
+    for name in registry.BUILTIN:
+        charges: dict[float, list[float]] = {}
+        adjacency: dict[float, list[float]] = {}
+        for eps in (1.0, 3.0, 8.0):
+            cfg = RunConfig(protocol=name, epsilon=eps, trust_curator=True).validate()
+            protocol = cfg.built_protocol()
+            if protocol.raw_upload:
+                break
+            charges[eps] = [float(protocol.round_epsilon(r)) for r in range(int(protocol.rounds))]
+            parts = protocol.epsilon_parts(0)
+            keep = getattr(protocol, "keep_probability", None)
+            if callable(keep) and any(float(keep(n)) != 1.0 for n in (2, 10**3, 10**7, 10**9)):
+                adjacency = {}  # samples its reports: μ is a function of n
+            elif not protocol.schema(0).adjacency or parts is None:
+                adjacency[eps] = [0.0]
+            else:
+                adjacency[eps] = [float(parts.adjacency_bit)]
+        share = _shares(adjacency) if adjacency and len(adjacency) == len(charges) else None
+        out[name] = (_shares(charges) if charges else None, share[0] if share else None)
+    synthetic = {k: SYNTHETIC_DEFAULTS[k] for k in ("n", "avg_degree")}
+    synthetic["max_n"] = SYNTHETIC_MAX_NODES
+    return {
+        "protocols": out,
+        "min_charge": float(MIN_CHARGE),
+        "max_epsilon": float(MAX_EPSILON),
+        "synthetic": synthetic,
+    }
+
+
 def render() -> str:
     """The source of :mod:`.schema_table` from the live declarations: each distinct
     declaration once (``_D``), the protocols and metric settings naming them by index."""
@@ -227,6 +277,14 @@ def render() -> str:
     out.append("METRIC_SETTINGS = {")
     out.extend(f"    {n!r}: _D[{decls[p]}]," for n, p in settings.items())
     out.append("}")
+    early = early_arithmetic()
+    out.append("#: checks_early: name -> (round charges / ε, round 0's ε per adjacency bit / ε)")
+    out.append("EARLY = {")
+    out.extend(f"    {n!r}: {v!r}," for n, v in early["protocols"].items())
+    out.append("}")
+    out.append(f"EARLY_MIN_CHARGE = {early['min_charge']!r}")
+    out.append(f"EARLY_MAX_EPSILON = {early['max_epsilon']!r}")
+    out.append(f"EARLY_SYNTHETIC = {early['synthetic']!r}")
     return "\n".join(out) + "\n"
 
 
@@ -247,6 +305,14 @@ def mismatches() -> list[str]:
         out.append("metric names")
     if getattr(table, "SOURCE_HASH", None) != source_hash():
         out.append("the sources' hash")
+    early = early_arithmetic()
+    if (
+        getattr(table, "EARLY", None) != early["protocols"]
+        or getattr(table, "EARLY_MIN_CHARGE", None) != early["min_charge"]
+        or getattr(table, "EARLY_MAX_EPSILON", None) != early["max_epsilon"]
+        or getattr(table, "EARLY_SYNTHETIC", None) != early["synthetic"]
+    ):
+        out.append("the early refusals' arithmetic")
     out += [
         f"metric setting {n!r}"
         for n in {*settings, *table.METRIC_SETTINGS}

@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = '62093e80c5ed3d7309b223352f8a6f94b9ebd824811c2ccd9c6c10a0fc9c35a9'
+SOURCE_HASH = '690e34fa11438a3a11096bc8e4efa9f675dd8a18a6e8e5cd890f995baed438ed'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),
@@ -183,3 +183,43 @@ METRIC_SETTINGS = {
     'graph_exact_limit': _D[125],
     'graph_sample_sources': _D[126],
 }
+#: checks_early: name -> (round charges / ε, round 0's ε per adjacency bit / ε)
+EARLY = {
+    'blink-hard': ((1.0,), 1.0),
+    'blink-soft': ((1.0,), 1.0),
+    'blink-hybrid': ((1.0,), 1.0),
+    'fp-blink': ((1.0,), 0.9),
+    'blink-fr': ((1.0,), 0.9),
+    'none': (None, None),
+    'features-only': ((0.1,), 0.0),
+    'hogs': ((1.0,), 0.9),
+    'hogs-edge': ((1.0,), 1.0),
+    'hogs-arr': ((1.0,), None),
+    'hogs-kprop': ((1.0,), 0.9),
+    'ldpgen': ((0.5, 0.5), 0.0),
+    'fp-ldpgen': ((0.55, 0.45), 0.0),
+    'rr': ((1.0,), 0.9),
+    'rr-edge': ((1.0,), 1.0),
+    'solitude': ((1.0,), 0.9),
+    'edge-delete': (None, None),
+    'edge-add': (None, None),
+    'edge-random': (None, None),
+    'edgerand': (None, None),
+    'lapgraph': (None, None),
+    'dpar-em0': (None, None),
+    'dpar-em1': (None, None),
+    'dpar-gm': (None, None),
+    'dpar-nodp': (None, None),
+    'dpar-features': (None, None),
+    'dpar-bounded': (None, None),
+    'gap-edge': (None, None),
+    'gap-node': (None, None),
+    'dpggan': (None, None),
+    'dpgvae': (None, None),
+    'ppgsl': (None, None),
+    'privdpr': (None, None),
+    'dpr-nodp': (None, None),
+}
+EARLY_MIN_CHARGE = 1e-06
+EARLY_MAX_EPSILON = 100.0
+EARLY_SYNTHETIC = {'n': 1000, 'avg_degree': 8.0, 'max_n': 10000000}

@@ -26,6 +26,7 @@ and a command this test cannot run is one a user cannot check.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -68,6 +69,25 @@ def as_run(argv: list[str]) -> list[str]:
     return argv
 
 
+#: A stage line said inside HoGS's server step (ldpgraph.protocols.progress), not by the
+#: pipeline: through ``flwr run`` the server step runs in the ServerApp's own process, and the
+#: runner must relay the line to the user's terminal (issue 33: no phase in silence). The
+#: README's HoGS run on the default (flower) backend shows it; the in-process engine's relay is
+#: tests/simulation/cli/test_stages.py's.
+SERVER_SIDE_STAGE = re.compile(r"^\[\s*[\d.]+s\] HoGS: topology from ", re.M)
+
+
+def shows_server_stages(argv: list[str]) -> bool:
+    """Whether the README command ``argv`` is a HoGS run through ``flwr run`` (the default
+    backend) without --quiet: its stderr must carry the ServerApp's own stage lines."""
+    if Path(argv[0]).name != "ldpgraph" or argv[1:2] != ["run"] or "--quiet" in argv:
+        return False
+    value = dict(zip(argv[2::1], argv[3::1], strict=False))
+    return value.get("--protocol", "hogs").startswith("hogs") and (
+        value.get("--backend", "flower") == "flower"
+    )
+
+
 def did_its_work(argv: list[str]) -> str:
     """What the README command ``argv`` must print on stdout to show that it did its work."""
     if Path(argv[0]).name != "ldpgraph":
@@ -83,6 +103,8 @@ def test_the_rule_covers_every_readme_command():
         run = as_run(argv)
         if Path(argv[0]).name == "ldpgraph" and argv[1] in ("run", "audit"):  # never --help
             assert "--help" not in run and run[:2] == argv[:2], run
+    # The relay of the ServerApp's stage lines through `flwr run` is checked on a README run.
+    assert any(shows_server_stages(argv) for argv in README_COMMANDS)
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +139,6 @@ def test_readme_command_runs(argv, fresh_clone):
     assert done.returncode == 0, f"{shlex.join(run)} exited {done.returncode}:\n{said[-3000:]}"
     assert "Traceback" not in said, f"{shlex.join(run)}:\n{said[-3000:]}"
     assert did_its_work(argv) in done.stdout, f"{shlex.join(run)}:\n{done.stdout[-3000:]}"
+    if shows_server_stages(argv):
+        said = done.stderr.replace("\r", "\n")  # a progress bar clears its line with a CR
+        assert SERVER_SIDE_STAGE.search(said), f"{shlex.join(run)}:\n{said[-3000:]}"

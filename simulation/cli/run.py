@@ -192,6 +192,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or submit) one experiment, record it if asked, print its summary or JSON."""
     if args.store:  # before the configuration: checking it imports the protocol's module
         check_store(args.store, "--store")
+    from ..checks_early import refuse_early
+
+    # An ε no node accepts, reports that cannot fit in memory: refused before the protocol's
+    # module (NumPy, SciPy) is imported, where the generated table's figures decide it.
+    refuse_early(vars(args), memory=args.backend != "deploy")
     config = config_from_args(args)
     if config.backend != "deploy":
         from ..datasets import check_dataset

@@ -78,19 +78,35 @@ def format_summary(summary: list[dict[str, Any]]) -> str:
             if r.get("score") == "val_loss"
             else f"val {100 * r['search_val']:.1f}"
         )
-        spent = ""
-        if r.get("collections"):
-            spent = (
-                f"  ε asked of each node: {r['node_epsilon_spent']:g} summed over "
-                f"{r['collections']} collections (the proven figures: each run's privacy)"
-            )
+        spent = _spending(r) if r.get("collections") else ""
         lines.append(f"{r['cell']:<{width}}  {score}  test {test}  [{best}]{spent}")
-    if any(r.get("collections", 0) > 1 for r in summary):
+    if any(
+        r.get("collections", 0) > 1 and (r.get("privacy_model") or "ldp") == "ldp" for r in summary
+    ):
         lines.append(
             "(each run's ε is what one collection costs a node; selecting among collections "
             "costs their sum)"
         )
     return "\n".join(lines)
+
+
+def _spending(r: dict[str, Any]) -> str:
+    """What the cell's collections asked of the nodes, as true for its privacy model: under
+    LDP each collection asks every node for fresh reports at its ε (they add up); a central
+    strategy or a non-private entry asks no ε of nodes (they upload raw data to the curator)."""
+    n = r["collections"]
+    model = r.get("privacy_model") or "ldp"
+    if model == "ldp":
+        return (
+            f"  ε asked of each node: {r['node_epsilon_spent']:g} summed over "
+            f"{n} collections (the proven figures: each run's privacy)"
+        )
+    if model == "central":
+        return (
+            f"  no ε asked of nodes: {n} raw uploads to a trusted curator "
+            "(central DP: each release's ε is its run's privacy)"
+        )
+    return f"  non-private: no ε asked of nodes, {n} raw uploads to a trusted curator"
 
 
 def _hms(seconds: float) -> str:

@@ -205,6 +205,7 @@ class _Sweep:
             used += final_runs(exp, grid, cell, point)
         collections, spent = node_spending(used)
         row = {
+            "privacy_model": _privacy_model(used[0]) if used else None,
             "cell": cell.label,
             "best": point,
             "search_val": val,
@@ -332,3 +333,12 @@ def run_sweep(
             for row in summary:
                 row.update(_final_stats(store, exp, grid, row, cells))
     return SweepResult(sweep.stats, summary)
+
+
+def _privacy_model(cfg: dict[str, Any]) -> str:
+    """The privacy model of the protocol ``cfg`` runs as configured (``ldp``, ``central``,
+    ``none``, ``empirical``): a variant's (``dpar-nodp``, ``edge-delete``) can differ from its
+    class's, so it is asked of the built protocol."""
+    from ldpgraph.protocols.registry import protocol_from_config
+
+    return str(protocol_from_config(cfg).privacy_model)

@@ -34,3 +34,13 @@ def test_read_only_and_replace_checks_names():
 def test_pickles():
     p = Params({"epsilon": 1.0})
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+def test_declarations_by_name_keeps_the_most_common_and_every_declarer():
+    from ldpgraph.protocols.params import Param, declarations_by_name
+
+    wide = Param("epsilon", float, 1.0, help="ε")
+    narrow = Param("epsilon", float, 1.0, low=0.5, help="ε")
+    tau = Param("tau", int, 2, help="τ")
+    got = declarations_by_name([("a", [wide, tau]), ("b", [narrow]), ("c", [wide])])
+    assert got == {"epsilon": (wide, ["a", "b", "c"]), "tau": (tau, ["a"])}

@@ -20,6 +20,7 @@ from ldpgraph.simulation.pipeline import curator_view
 from ldpgraph.simulation.splits import make_split
 
 from ..support.faults import make_faulty_app
+from ..support.flower_engine import releases_in_one_engine
 
 pytestmark = pytest.mark.slow
 
@@ -32,21 +33,40 @@ def release_with(backend: str, graph, config: RunConfig, client_app=None):
     return flower.run_protocol(protocol, graph, curator, config, client_app=client_app)[0]
 
 
-@pytest.mark.parametrize("protocol,k", [("hogs", 1), ("hogs", 7), ("hogs-edge", 0)])
-def test_flower_reports_equal_local(protocol, k):
+@pytest.mark.parametrize(
+    "runs",
+    # k = 0 (automatic) gives 60 one-node SuperNodes here, as k = 1 does: one engine for both;
+    # k = 7 leaves a last SuperNode with 4 nodes.
+    [[("hogs", 1), ("hogs-edge", 0)], [("hogs", 7)]],
+    ids=["hogs-1+hogs-edge-0", "hogs-7"],
+)
+def test_flower_reports_equal_local(runs):
     graph = load_dataset("synthetic:n=60,classes=3,d=30,avg_degree=5,seed=2")
-    cfg = RunConfig(
-        protocol=protocol, epsilon=5.0, seed=11, nodes_per_client=k, ray_actors=2
-    ).validate()
-    local = release_with("local", graph, cfg)
-    fl = release_with("flower", graph, cfg)
-    assert fl.fingerprint() == local.fingerprint()
-    # Simulated nodes keep the sparse rows (their hellos say so), as the local backend does.
-    assert fl.stats["collection"]["node_sampling"] == {"sparse": 60}
-    assert local.stats["collection"]["node_sampling"] == {"sparse": 60}
-    rounds = fl.stats["collection"]["rounds"]
-    assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
-    assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
+    cfgs = [
+        RunConfig(protocol=p, epsilon=5.0, seed=11, nodes_per_client=k, ray_actors=2).validate()
+        for p, k in runs
+    ]
+    released = releases_in_one_engine(
+        [
+            (
+                make_protocol(c.protocol, **c.protocol_params()),
+                curator_view(graph, uses_public_features(c.protocol)),
+                c,
+            )
+            for c in cfgs
+        ],
+        graph,
+        cfgs[0],
+    )
+    for cfg, fl in zip(cfgs, released, strict=True):
+        local = release_with("local", graph, cfg)
+        assert fl.fingerprint() == local.fingerprint(), cfg.protocol
+        # Simulated nodes keep the sparse rows (their hellos say so), as the local backend does.
+        assert fl.stats["collection"]["node_sampling"] == {"sparse": 60}
+        assert local.stats["collection"]["node_sampling"] == {"sparse": 60}
+        rounds = fl.stats["collection"]["rounds"]
+        assert rounds[0]["replied"] == 60 and rounds[0]["missing"] == 0
+        assert fl.stats["collection"]["supernodes"] == -(-60 // cfg.resolved_nodes_per_client(60))
 
 
 def test_faulty_supernodes_are_dropped_and_counted():
@@ -218,27 +238,42 @@ def test_error_in_the_server_stops_every_process(tmp_path):
     assert pids_under(ray_tmp) == [] and pids_under(str(tmp_path)) == []
 
 
-@pytest.mark.parametrize(
-    "protocol,extra",
-    [
-        ("blink-hard", {}),
-        ("ldpgen", {}),
-        ("fp-ldpgen", {}),
-        ("solitude", {}),
-        ("hogs-kprop", {}),
-        ("hogs-arr", {"mu": 0.5}),  # the sampling draws on the node's own SAMPLING stream
-    ],
-)
-def test_baselines_through_flower_equal_local(protocol, extra):
+#: Every baseline with the Flower path of its own rounds (multi-round LDPGen, Blink's, the
+#: sampling of HoGS-ARR on the node's own SAMPLING stream), on one graph and configuration.
+BASELINES = [
+    ("blink-hard", {}),
+    ("ldpgen", {}),
+    ("fp-ldpgen", {}),
+    ("solitude", {}),
+    ("hogs-kprop", {}),
+    ("hogs-arr", {"mu": 0.5}),
+]
+
+
+def test_baselines_through_flower_equal_local():
+    """Each baseline's release through Flower equals the local backend's. One engine start
+    carries all six (tests/support/flower_engine.py: the same ServerApp path per protocol, a
+    node store and ledgers of its own each) instead of six starts of Ray."""
     graph = load_dataset("synthetic:n=40,classes=2,d=12,avg_degree=4,seed=6")
-    cfg = RunConfig(
-        protocol=protocol, epsilon=6.0, seed=5, nodes_per_client=4, ray_actors=2, **extra
-    ).validate()
-    local = release_with("local", graph, cfg)
-    fl = release_with("flower", graph, cfg)
-    assert fl.fingerprint() == local.fingerprint()
-    for stats in fl.stats["collection"]["rounds"]:
-        assert stats["replied"] == 40, stats
+    cfgs = [
+        RunConfig(
+            protocol=name, epsilon=6.0, seed=5, nodes_per_client=4, ray_actors=2, **extra
+        ).validate()
+        for name, extra in BASELINES
+    ]
+    runs = [
+        (
+            make_protocol(c.protocol, **c.protocol_params()),
+            curator_view(graph, uses_public_features(c.protocol)),
+        )
+        for c in cfgs
+    ]
+    released = releases_in_one_engine(runs, graph, cfgs[0])
+    for cfg, fl in zip(cfgs, released, strict=True):
+        local = release_with("local", graph, cfg)
+        assert fl.fingerprint() == local.fingerprint(), cfg.protocol
+        for stats in fl.stats["collection"]["rounds"]:
+            assert stats["replied"] == 40, (cfg.protocol, stats)
 
 
 def test_only_the_engine_module_calls_the_deprecated_entry():

@@ -527,3 +527,30 @@ def test_an_interrupted_sweep_marks_its_running_runs_at_once_and_a_resume_redoes
     with ResultsStore(db) as store:
         rows = store.rows(sweep=exp.name)
     assert {r["status"] for r in rows} == {"done"} and len(rows) == 4
+
+
+def test_the_summary_says_what_each_privacy_model_asks_of_the_nodes():
+    """Only an LDP entry asks nodes for ε (summed over its collections); a non-private entry
+    (`none`, `dpar-nodp`: the class is central, the variant is not) or a central strategy asks
+    none: its nodes upload raw data."""
+    from ldpgraph.simulation.config import RunConfig
+    from ldpgraph.simulation.sweep.report import format_summary
+    from ldpgraph.simulation.sweep.run import _privacy_model
+
+    models = {
+        p: _privacy_model(RunConfig(protocol=p, epsilon=8.0, trust_curator=True).to_dict())
+        for p in ("hogs", "none", "dpar-nodp", "lapgraph")
+    }
+    assert models == {"hogs": "ldp", "none": "none", "dpar-nodp": "none", "lapgraph": "central"}
+    base = {"best": {"lr": 0.01}, "search_val": None, "score": "val_acc", "note": ""}
+    rows = [
+        {**base, "cell": p, "privacy_model": m, "collections": 3, "node_epsilon_spent": 24.0}
+        for p, m in models.items()
+    ]
+    lines = format_summary(rows).splitlines()
+    assert "ε asked of each node: 24 summed over 3 collections" in lines[0]
+    for line in lines[1:4]:
+        assert "ε asked of each node" not in line and "24" not in line
+        assert "no ε asked of nodes" in line and "3 raw uploads" in line
+    assert "non-private" in lines[1] and "non-private" in lines[2]
+    assert "central DP" in lines[3]
