@@ -86,9 +86,10 @@ def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
     tiny = Params({**defaults, "ppgsl_epochs": 1, "ppgsl_attack_epochs": 1, "ppgsl_mu": 1})
     p = Params({**defaults, "ppgsl_epochs": args.n2, "ppgsl_attack_epochs": args.n1,
                 "ppgsl_mu": args.mu})  # fmt: skip
-    learn(public, sensitive, x, n, tiny, args.seed, num_threads=args.threads)
+    lanes = {} if module_dir is not None else {"lanes": args.lanes}  # earlier learners: one
+    learn(public, sensitive, x, n, tiny, args.seed, num_threads=args.threads, **lanes)
     cpu, wall = time.process_time(), time.perf_counter()
-    learned = learn(public, sensitive, x, n, p, args.seed, num_threads=args.threads)
+    learned = learn(public, sensitive, x, n, p, args.seed, num_threads=args.threads, **lanes)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {
         "cpu": cpu, "wall": wall, "weights": learned.weights.tolist(),
@@ -100,7 +101,7 @@ def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
 def _child(args: argparse.Namespace, module_dir: str | None) -> dict:
     cmd = [sys.executable, __file__, "--dataset", args.dataset, "--n2", str(args.n2),
            "--n1", str(args.n1), "--mu", str(args.mu), "--threads", str(args.threads),
-           "--seed", str(args.seed), "--child"]  # fmt: skip
+           "--seed", str(args.seed), "--lanes", str(args.lanes), "--child"]  # fmt: skip
     if module_dir is not None:
         cmd += ["--module-dir", module_dir]
     got = subprocess.run(cmd, capture_output=True, text=True)
@@ -117,6 +118,7 @@ def main() -> None:
     parser.add_argument("--mu", type=int, default=50, help="retrain every μ steps (default 50)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lanes", type=int, default=2, help="the learner's CPU lanes (1 or 2)")
     parser.add_argument("--before", metavar="REV", help="also run the learner of this commit")
     parser.add_argument("--reps", type=int, default=1, help="runs of each learner (default 1)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
