@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = 'f956191ad5b99a3aa18636dc86dae40e489059ad809d07fbb83cba7a34e45703'
+SOURCE_HASH = 'dd69c5326e66692f8c0d58b02fecfa102bb3845c11047975646533c28d99d5f6'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),
