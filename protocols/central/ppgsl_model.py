@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -307,6 +308,7 @@ def learn(
     num_threads: int | None = 1,
     project: bool = False,
     on_retrain: Callable[..., None] | None = None,
+    lanes: int | None = None,
 ) -> Learned:
     """Algorithm 1 lines 3–19: the learned A′ on the parameterised pairs.
 
@@ -315,12 +317,15 @@ def learn(
             entries then never freeze; not the default).
         on_retrain: diagnostics hook, called after each retrain as ``on_retrain(step, model,
             xw1, prop, w_fix)`` (the frozen surrogate, X·W₁, the propagation, A′ detached).
+        lanes: CPU cores for the surrogate's epochs (1 or 2; None: 2 where the process has
+            two, :func:`.ppgsl_lanes.default_lanes`). The result is the same bit for bit.
     """
     # Long on purpose: one training loop whose random draws must run in this order (the
     # seeded fingerprint tests hold it); helpers would only pass its state around.
     import torch
 
     from ..torch_env import cpu_threads
+    from .ppgsl_lanes import Lanes, LaneTrainer, default_lanes
     from .ppgsl_surrogate import SurrogateTrainer
 
     keep_freed_memory()
@@ -328,7 +333,9 @@ def learn(
     dev = torch.device(device)
     pairs_np, original_np = parameterised_pairs(public, sensitive, n, p.ppgsl_k, p.ppgsl_fgp, seed)
     progress.stage(f"PPGSL: {len(pairs_np)} parameterised pairs, {len(sensitive)} sensitive links")
-    with cpu_threads(num_threads if dev.type == "cpu" else None):
+    on_cpu = dev.type == "cpu"
+    lanes = (default_lanes(dev) if lanes is None else lanes) if on_cpu else 1
+    with cpu_threads(num_threads if on_cpu else None), Lanes(lanes) as pool:
         pairs = torch.as_tensor(pairs_np, device=dev)
         sens = torch.as_tensor(sensitive, device=dev)
         original = torch.as_tensor(original_np, device=dev)
@@ -364,15 +371,26 @@ def learn(
                 pos, w_pos = pairs[support], w_fix[support]
                 taken = np.sort(pair_keys(pairs_np[support.cpu().numpy()], n))
                 table = tables.reset(taken) if tables is not None else None
-                # Â is constant over the N₁ epochs; their backward is written out
-                trainer = SurrogateTrainer(model.weights, xt, prop.fixed(w_fix), pos, w_pos, opt)
+                # Â is constant over the N₁ epochs; their backward is written out, on the CPU
+                # split over the lanes (the same results bit for bit)
+                fixed = prop.fixed(w_fix)
+                if on_cpu:
+                    trainer = LaneTrainer(model.weights, xt, fixed, pos, w_pos, opt, lanes=pool)
+                else:
+                    trainer = SurrogateTrainer(model.weights, xt, fixed, pos, w_pos, opt)
+
+                negatives = partial(_negatives, n, len(pos), taken, neg_rng, table, dev)
                 last = p.ppgsl_attack_epochs - 1
+                neg = negatives()
                 for epoch in progress.steps(
                     range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
                 ):
-                    neg = fresh_negatives(n, len(pos), taken, neg_rng, table)
-                    neg = torch.as_tensor(neg, device=dev)
-                    loss = trainer.epoch(neg, with_loss=epoch == last)  # logged: the last
+                    # the next epoch's negatives are drawn during this epoch's optimizer step
+                    # (the same draws in the same order as one after another)
+                    ahead: list[Any] = []
+                    meanwhile = partial(_into, ahead, negatives) if epoch < last else None
+                    loss = trainer.epoch(neg, with_loss=epoch == last, meanwhile=meanwhile)
+                    neg = ahead[0] if ahead else None
                 model.freeze()
                 xw1 = _mm(xt, model.weights[0]).detach()
                 log["retrains"] += 1
@@ -401,6 +419,19 @@ def learn(
                 log["util_loss"].append(float(util.detach()))
         weights = theta.detach().clamp(0.0, 1.0).cpu().numpy().astype(np.float64)
     return Learned(pairs_np, original_np, weights, log)
+
+
+def _negatives(
+    n: int, count: int, taken: np.ndarray, rng: np.random.Generator, table: Any, dev: Any
+) -> Any:
+    """One epoch's negatives (:func:`fresh_negatives`) as a tensor on ``dev``."""
+    import torch
+
+    return torch.as_tensor(fresh_negatives(n, count, taken, rng, table), device=dev)
+
+
+def _into(out: list, fn: Callable[[], Any]) -> None:
+    out.append(fn())
 
 
 def keep_freed_memory() -> None:

@@ -16,6 +16,7 @@ transpose uses the stored twin values (Â is symmetric up to rounding).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -116,10 +117,15 @@ class SurrogateTrainer:
             gw1 = self._x_t_mm(self._prop(gpre, transpose=True))
         return loss, [gw1, gb1, gw2, gb2]
 
-    def epoch(self, neg: torch.Tensor, with_loss: bool = True) -> torch.Tensor | None:
-        """One step of the optimizer; the loss (before the step) only ``with_loss``."""
+    def epoch(
+        self, neg: torch.Tensor, with_loss: bool = True, meanwhile: Callable[[], Any] | None = None
+    ) -> torch.Tensor | None:
+        """One step of the optimizer; the loss (before the step) only ``with_loss``;
+        ``meanwhile()`` (work that does not touch the weights) after the step."""
         loss, grads = self.forward_backward(neg, with_loss)
         for w, g in zip(self.weights, grads, strict=True):
             w.grad = g
         self.opt.step()
+        if meanwhile is not None:
+            meanwhile()
         return loss

@@ -1,0 +1,102 @@
+"""PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py, issue 35): every
+epoch's loss, gradients and the weights after the optimizer's steps equal the one-core
+trainer's bit for bit (``torch.equal``), with one lane or two, for sparse (valued), identity
+and dense features; a lane's error reaches the caller."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ldpgraph.protocols.central import ppgsl as pg
+from ldpgraph.protocols.central.ppgsl_lanes import Lanes, LaneTrainer, default_lanes
+from ldpgraph.protocols.central.ppgsl_surrogate import SurrogateTrainer
+
+
+def _setting(features: str, seed: int):
+    rng = np.random.default_rng(seed)
+    n = 300
+    pairs = np.unique(np.sort(rng.integers(0, n, (1500, 2)), axis=1), axis=0)
+    pairs = torch.as_tensor(pairs[pairs[:, 0] != pairs[:, 1]])
+    w = torch.as_tensor(rng.random(len(pairs)), dtype=torch.float32)
+    w[::4] = 0.0  # deleted pairs: not in the fixed propagation's pattern
+    if features == "sparse":
+        x = (rng.random((n, 70)) < 0.1).astype(np.float32) * rng.integers(1, 3, (n, 70))
+    elif features == "identity":
+        x = np.zeros((n, 0), dtype=np.float32)
+    else:
+        x = rng.random((n, 33)).astype(np.float32)
+    xt = pg.feature_matrix(x, "cpu")
+    prop = pg.Propagation(pairs, n)
+    support = w > 0
+    pos, target = pairs[support], w[support]
+    negs = [torch.as_tensor(rng.integers(0, n, (len(pos), 2))) for _ in range(4)]
+    return xt, prop, w, pos, target, negs
+
+
+def _train(trainer_cls, features, seed, **kwargs):
+    xt, prop, w, pos, target, negs = _setting(features, seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = pg.Surrogate(xt.shape[1], gen, "cpu")
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=True)
+    initial = [t.detach().clone() for t in model.weights]
+    trainer = trainer_cls(model.weights, xt, prop.fixed(w), pos, target, opt, **kwargs)
+    losses, grads = [], []
+    for neg in negs:
+        loss, g = trainer.forward_backward(neg)
+        losses.append(loss)
+        grads.append(g)
+        trainer.epoch(neg, with_loss=False)
+    # the steps moved every weight: the equality below is not between untouched tensors
+    assert not any(torch.equal(a, t.detach()) for a, t in zip(initial, model.weights, strict=True))
+    return losses, grads, [t.detach() for t in model.weights]
+
+
+@pytest.mark.parametrize("features", ["sparse", "identity", "dense"])
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_the_lanes_epoch_is_the_one_core_epoch_bit_for_bit(features, lanes):
+    ref_losses, ref_grads, ref_weights = _train(SurrogateTrainer, features, 0)
+    with Lanes(lanes) as lane_pool:
+        losses, grads, weights = _train(LaneTrainer, features, 0, lanes=lane_pool)
+    for a, b in zip(losses, ref_losses, strict=True):
+        assert torch.equal(a, b)
+    for gs, refs in zip(grads, ref_grads, strict=True):
+        for g, r in zip(gs, refs, strict=True):
+            assert r.abs().max() > 0 and torch.equal(g, r)
+    for a, b in zip(weights, ref_weights, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
+    def fail(lane: int) -> None:
+        if lane == 1:
+            raise RuntimeError("lane 1 failed")
+
+    for count in (1, 2):
+        with Lanes(count) as lanes, pytest.raises(RuntimeError, match="lane 1 failed"):
+            lanes.both(fail)
+    seen: list[int] = []
+    with Lanes(2) as lanes:
+        lanes.both(seen.append)  # the pool still serves after an error elsewhere
+    assert sorted(seen) == [0, 1]
+    with pytest.raises(ValueError, match="lanes must be 1 or 2"):
+        Lanes(3)
+    assert default_lanes("cpu") in (1, 2) and default_lanes("meta") == 1
+
+
+def test_the_learner_on_two_lanes_learns_the_one_lane_graph_bit_for_bit():
+    rng = np.random.default_rng(4)
+    n = 240
+    iu, iv = np.triu_indices(n, 1)
+    keep = rng.random(len(iu)) < np.where(iu // 60 == iv // 60, 0.2, 0.004)
+    edges = np.stack([iu[keep], iv[keep]], axis=1)
+    x = (rng.random((n, 40)) < 0.1).astype(np.float32)
+    public, sensitive = pg.split_sensitive(edges, 0.1, 0)
+    p = pg.Params(
+        {q.name: q.default for q in pg.PARAMS}
+        | dict(ppgsl_epochs=12, ppgsl_mu=6, ppgsl_attack_epochs=20)
+    )
+    one, two = (pg.learn(public, sensitive, x, n, p, 0, lanes=lanes) for lanes in (1, 2))
+    assert np.array_equal(one.weights, two.weights) and one.log == two.log
+    assert not np.array_equal(one.weights, one.original)  # it learned something
