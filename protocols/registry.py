@@ -66,6 +66,7 @@ BUILTIN: dict[str, str] = {
     "dpar-bounded": _CENTRAL + "dpar_bounded:DparBounded",
     "gap-edge": _CENTRAL + "gap:GapEdge",
     "gap-node": _CENTRAL + "gap_node:GapNode",
+    "dp-sage": _CENTRAL + "dp_sage:DpSage",
     "dpggan": _CENTRAL + "dpggan:DpgGan",
     "dpgvae": _CENTRAL + "dpggan:DpgGan",
     "ppgsl": _CENTRAL + "ppgsl:Ppgsl",

@@ -318,6 +318,8 @@ def _dpg_paper(name: str) -> CentralCase:
 
 
 def _cases() -> dict[str, CentralCase]:
+    from .audit_central_sage import sage_case
+
     rows = [
         CentralCase(
             "edgerand", "edgerand", {"epsilon": 1.0}, {"epsilon": 4.0},
@@ -357,6 +359,7 @@ def _cases() -> dict[str, CentralCase]:
             "prediction at the probe is class 1 (the class of the training nodes with a "
             "neighbour)", gap_node_worlds, gap_probe_is_class_1, 200,
         ),
+        sage_case(),
         _dpg("dpggan"),
         _dpg("dpgvae"),
         _dpg_paper("dpggan"),

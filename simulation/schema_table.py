@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = 'e30fa34676933715996c26f0b28edabfc22804dea206de9f331f4ad79b6b8f78'
+SOURCE_HASH = '79be54d7a87b0cf925b1b6338941716366f2bfb3b39290add3731f62ad3cf51b'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),
@@ -80,6 +80,15 @@ _D = [
     P('gap_sgd_epochs', int, 10, 'gap-node: DP-SGD epochs of the encoder and of the classifier (steps = epochs·⌈N/B⌉, N the training slots) [I]', low=1),
     P('gap_batch_size', int, 256, 'gap-node: DP-SGD expected batch size B (Poisson rate B/N over the training slots) [I]', low=1),
     P('gap_clip', float, 1.0, 'gap-node: DP-SGD per-node gradient clip C [I]', low=0.0, low_open=True),
+    P('epsilon', float, 8.0, 'node-level ε of the whole release (DP-SGD over the degree-bounded 1-hop subgraphs, dp-accounting): the proven bound', low=0.0, high=100.0, low_open=True),
+    P('delta', float, 1e-05, 'δ of the node-level (ε, δ) guarantee; 0 or unset: 1e-5', low=0.0, high=1.0, low_open=True, high_open=True),
+    P('accountant', str, 'rdp', "dp-accounting accountant of the DP-SGD steps: rdp (the paper's) or pld", choices=('rdp', 'pld')),
+    P('sage_max_degree', int, 3, "K: each node keeps at most K neighbours (mutual lowest random priorities); one node removes at most K + 2 training examples [P: the paper's degree bound; value I]", low=1),
+    P('sage_hidden', int, 64, 'hidden units of the GraphSAGE layer [I]', low=1),
+    P('sage_epochs', int, 10, 'DP-SGD epochs over the 2N example slots (steps = epochs·⌈2N/B⌉) [I]', low=1),
+    P('sage_batch_size', int, 256, 'DP-SGD expected batch size B (Poisson rate B/2N over the example slots) [I]', low=1),
+    P('sage_clip', float, 1.0, 'per-subgraph gradient clip C [P: clipping; value I]', low=0.0, low_open=True),
+    P('sage_lr', float, 0.01, 'Adam learning rate [I]', low=0.0, low_open=True),
     P('dpg_training', str, 'bounded', "bounded: every part (encoder, generator, discriminator) trained by one DP-SGD on degree-bounded ego records of one shared model, proven edge-level ε (docs/privacy/dpggan.md); paper: the paper's per-graph training (noise on the generator only, headline ε = ∞, the paper's figure beside it)", choices=('bounded', 'paper'), added_with='paper'),
     P('dpg_degree_bound', int, 3, 'D of dpg_training bounded: each node keeps at most D sampled neighbours (fixed before training); one edge then changes at most 2D + 2 ego records', low=1, added_with=3),
     P('epsilon', float, 8.0, 'edge-level ε of the whole release (training plus, with topk_dp, the noisy edge count); the target of the noise calibration', low=0.0, high=100.0, low_open=True),
@@ -168,20 +177,21 @@ PROTOCOLS = {
     'dpar-bounded': ((_D[27], _D[28], _D[30], _D[31], _D[33], _D[34], _D[35], _D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[54], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR with node-level sensitivity bounded by construction (complete rows, column cap D): DP-APPR-GM + DP-SGD accounted as add/remove of D rows', 'central'),
     'gap-edge': ((_D[56], _D[57], _D[58], _D[59], _D[60], _D[61], _D[62], _D[63], _D[64], _D[65], ), 'GAP (central, edge DP): MLP encoder, K Gaussian-perturbed aggregations, MLP classifier', 'central'),
     'gap-node': ((_D[66], _D[57], _D[59], _D[67], _D[60], _D[61], _D[62], _D[68], _D[69], _D[70], _D[65], ), 'GAP (central, node DP): degree-bounded graph, DP-SGD encoder, K perturbed aggregations, DP-SGD classifier', 'central'),
-    'dpggan': ((_D[71], _D[72], _D[73], _D[74], _D[75], _D[76], _D[77], _D[78], _D[79], _D[80], _D[81], _D[82], _D[83], _D[84], _D[85], _D[86], _D[87], _D[88], _D[89], _D[90], ), 'DPGGAN (central, edge DP): per-graph GVAE + GCN discriminator, the generator trained by DP-SGD with per-node clipping; releases one generated graph per graph', 'central'),
-    'dpgvae': ((_D[71], _D[72], _D[73], _D[74], _D[75], _D[76], _D[77], _D[78], _D[79], _D[80], _D[81], _D[82], _D[83], _D[84], _D[85], _D[86], _D[87], _D[88], _D[89], _D[90], ), 'DPGVAE (central, edge DP): per-graph GVAE, the decoder trained by DP-SGD with per-node clipping; releases one generated graph per graph', 'central'),
-    'ppgsl': ((_D[91], _D[92], _D[93], _D[94], _D[95], _D[96], _D[97], _D[98], _D[99], _D[100], ), "PPGSL (central, empirical, no DP): a learned graph that hides the defender's sensitive links from a re-initialised surrogate link-inference attacker", 'empirical'),
-    'privdpr': ((_D[101], _D[102], _D[103], _D[104], _D[105], _D[106], _D[107], _D[108], _D[109], _D[110], _D[111], _D[112], _D[113], _D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], ), "PrivDPR (central, node DP): deep PageRank with Gaussian noise on V's gradient, NetGAN-style graph assembly from V's transition counts", 'central'),
-    'dpr-nodp': ((_D[105], _D[106], _D[107], _D[108], _D[109], _D[110], _D[111], _D[112], _D[113], _D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], ), 'PrivDPR without noise (same model, layers and steps): the non-private reference, no guarantee', 'central'),
+    'dp-sage': ((_D[71], _D[72], _D[73], _D[74], _D[75], _D[76], _D[77], _D[78], _D[79], ), "Daigavane et al.'s node-level DP-GNN (central): 1-layer GraphSAGE by DP-SGD on degree-bounded 1-hop subgraphs", 'central'),
+    'dpggan': ((_D[80], _D[81], _D[82], _D[83], _D[84], _D[85], _D[86], _D[87], _D[88], _D[89], _D[90], _D[91], _D[92], _D[93], _D[94], _D[95], _D[96], _D[97], _D[98], _D[99], ), 'DPGGAN (central, edge DP): per-graph GVAE + GCN discriminator, the generator trained by DP-SGD with per-node clipping; releases one generated graph per graph', 'central'),
+    'dpgvae': ((_D[80], _D[81], _D[82], _D[83], _D[84], _D[85], _D[86], _D[87], _D[88], _D[89], _D[90], _D[91], _D[92], _D[93], _D[94], _D[95], _D[96], _D[97], _D[98], _D[99], ), 'DPGVAE (central, edge DP): per-graph GVAE, the decoder trained by DP-SGD with per-node clipping; releases one generated graph per graph', 'central'),
+    'ppgsl': ((_D[100], _D[101], _D[102], _D[103], _D[104], _D[105], _D[106], _D[107], _D[108], _D[109], ), "PPGSL (central, empirical, no DP): a learned graph that hides the defender's sensitive links from a re-initialised surrogate link-inference attacker", 'empirical'),
+    'privdpr': ((_D[110], _D[111], _D[112], _D[113], _D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], _D[121], _D[122], _D[123], _D[124], _D[125], _D[126], _D[127], _D[128], _D[129], ), "PrivDPR (central, node DP): deep PageRank with Gaussian noise on V's gradient, NetGAN-style graph assembly from V's transition counts", 'central'),
+    'dpr-nodp': ((_D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], _D[121], _D[122], _D[123], _D[124], _D[125], _D[126], _D[127], _D[128], _D[129], ), 'PrivDPR without noise (same model, layers and steps): the non-private reference, no guarantee', 'central'),
 }
 METRIC_NAMES = ('accuracy', 'attack', 'collection', 'gin', 'graph', 'lp')
 METRIC_SETTINGS = {
-    'collection_motif_limit': _D[121],
-    'gin_epochs': _D[122],
-    'gin_hidden': _D[123],
-    'gin_layers': _D[124],
-    'graph_exact_limit': _D[125],
-    'graph_sample_sources': _D[126],
+    'collection_motif_limit': _D[130],
+    'gin_epochs': _D[131],
+    'gin_hidden': _D[132],
+    'gin_layers': _D[133],
+    'graph_exact_limit': _D[134],
+    'graph_sample_sources': _D[135],
 }
 #: checks_early: name -> (round charges / ε, round 0's ε per adjacency bit / ε)
 EARLY = {
@@ -214,6 +224,7 @@ EARLY = {
     'dpar-bounded': (None, None),
     'gap-edge': (None, None),
     'gap-node': (None, None),
+    'dp-sage': (None, None),
     'dpggan': (None, None),
     'dpgvae': (None, None),
     'ppgsl': (None, None),
