@@ -10,8 +10,8 @@ with the non-private training (σ = 0, no clipping) at the right edge, the refer
 original 80 % graph (common neighbours, the degree product that the alignment alone carries)
 and chance (0.5) as lines.
 
-    python experiments/dpggan_fig3.py docs/reproduction/dpggan/fig3/runs.jsonl \
-        --out docs/reproduction/dpggan/fig3
+    python experiments/dpggan_fig3.py docs/reproduction/dpggan/runs-issue34.jsonl \
+        --out docs/reproduction/dpggan
 
 Prints the Markdown table; writes ``fig3-link-privacy.png`` into ``--out``.
 """
