@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
 
+from ldpgraph.protocols import progress
 from ldpgraph.protocols.central.dpggan_model import Plan
 from ldpgraph.protocols.graph import canonical_edges
 from ldpgraph.protocols.registry import make_protocol
@@ -73,6 +75,7 @@ def table(args) -> None:
     t = time.time()
     gen = _train(originals, args.model, "nodp", args)
     train_s = time.time() - t
+    progress.stage("comparing the collections (Tables 1-2)")
     res = compare_collections(originals, [(g, n) for g, (_, n) in zip(gen, originals, strict=True)])
     t1, t2 = res["table1"], res["table2"]
     row = {c: t1[c]["abs_diff"] for c in TABLE1}
@@ -108,27 +111,31 @@ def _degree_rank(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.lexsort((rng.random(a.shape[0]), -a.sum(1)))
 
 
-def linkpriv(args) -> None:
+def _scored(splits) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(hidden, non-edges) of the graphs that have both (a complete graph has no non-edge)."""
+    return [(hid, neg) for _, hid, neg in splits if len(hid) and len(neg)]
+
+
+def link_aucs(splits, sizes, gen, rng: np.random.Generator, align: bool = True) -> dict:
+    """ROC-AUC, pooled over the graphs, of the hidden edges against the sampled non-edges,
+    ranked by the generated graph (``gen_*``, its nodes aligned to the training graph's by
+    degree rank; ``align=False``: the identity, for tests) and by the training graph itself
+    (``orig_*``: the references). Graphs without hidden edges or non-edges are left out."""
     from sklearn.metrics import roc_auc_score
 
-    rng = np.random.default_rng(args.seed)
-    originals = original_graphs(load_dataset(args.dataset))
-    splits = [_split(canonical_edges(e, n), n, rng) for e, n in originals]
-    t = time.time()
-    gen = _train([(tr, n) for (tr, _, _), (_, n) in zip(splits, originals, strict=True)],
-                 args.model, args.training, args)  # fmt: skip
-    train_s = time.time() - t
     keys = ("gen_adj", "gen_cn", "orig_cn", "orig_aa", "orig_pa")
     scores: dict[str, list[float]] = {k: [] for k in keys}
     labels: list[int] = []
-    for (tr, hid, neg), (_, n), g in zip(splits, originals, gen, strict=True):
+    graphs = zip(splits, sizes, gen, strict=True)
+    for (tr, hid, neg), n, g in progress.steps(graphs, "scoring graph", len(sizes)):
         if not len(hid) or not len(neg):
             continue
         pairs = np.concatenate([hid, neg])
         labels += [1] * len(hid) + [0] * len(neg)
         a_tr, a_gen = _adj(tr, n), _adj(g, n)
-        pi = np.empty(n, np.int64)  # original node at degree rank r -> generated node at rank r
-        pi[_degree_rank(a_tr, rng)] = _degree_rank(a_gen, rng)
+        pi = np.arange(n)  # original node at degree rank r -> generated node at rank r
+        if align:
+            pi[_degree_rank(a_tr, rng)] = _degree_rank(a_gen, rng)
         u, v = pi[pairs[:, 0]], pi[pairs[:, 1]]
         cn_gen = a_gen @ a_gen
         scores["gen_adj"] += list(a_gen[u, v])
@@ -140,12 +147,27 @@ def linkpriv(args) -> None:
         scores["orig_cn"] += list(cn[pairs[:, 0], pairs[:, 1]])
         scores["orig_aa"] += list(aa[pairs[:, 0], pairs[:, 1]])
         scores["orig_pa"] += list(deg[pairs[:, 0]] * deg[pairs[:, 1]])
-    auc = {k: round(float(roc_auc_score(labels, s)), 4) for k, s in scores.items()}
+    return {k: round(float(roc_auc_score(labels, s)), 4) for k, s in scores.items()}
+
+
+def linkpriv(args) -> None:
+    """Figure 3: train on 80 % of every graph's edges, rank the hidden 20 % (JSON line)."""
+    rng = np.random.default_rng(args.seed)
+    originals = original_graphs(load_dataset(args.dataset))
+    progress.stage(f"hiding 20 % of the edges of {len(originals)} graphs")
+    splits = [_split(canonical_edges(e, n), n, rng) for e, n in originals]
+    t = time.time()
+    gen = _train([(tr, n) for (tr, _, _), (_, n) in zip(splits, originals, strict=True)],
+                 args.model, args.training, args)  # fmt: skip
+    train_s = time.time() - t
+    sizes = [n for _, n in originals]
+    auc = link_aucs(splits, sizes, gen, rng)
+    pairs = sum(len(hid) + len(neg) for hid, neg in _scored(splits))
     print(json.dumps({"experiment": "linkpriv", "dataset": args.dataset, "model": args.model,
                       "training": args.training,
                       "epsilon": None if args.training == "nodp" else args.epsilon,
                       "steps": "bounded default" if args.training == "bounded" else args.steps,
-                      "q": args.q, "seed": args.seed, "pairs": len(labels),
+                      "q": args.q, "seed": args.seed, "pairs": pairs,
                       "train_s": round(train_s, 1), **auc}),
           flush=True)  # fmt: skip
 
@@ -161,7 +183,13 @@ def main() -> None:
     ap.add_argument("--q", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    (table if args.experiment == "table" else linkpriv)(args)
+    t0 = time.time()
+
+    def say(message: str) -> None:  # the lanes' stage lines, to stderr (stdout is the JSON)
+        print(f"[{time.time() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    with progress.listening(say):
+        (table if args.experiment == "table" else linkpriv)(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,80 @@
+"""The DPGGAN paper's Figure 3 pieces (experiments/dpggan_nodp.py, experiments/dpggan_fig3.py):
+the 80/20 split, the pooled link AUC and the summary the reproduction page prints."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+nodp = _module("dpggan_nodp")
+fig3 = _module("dpggan_fig3")
+
+
+def _ring_with_chords(n: int) -> np.ndarray:
+    edges = {(i, (i + 1) % n) for i in range(n)} | {(i, (i + 3) % n) for i in range(0, n, 2)}
+    return np.array(sorted((min(u, v), max(u, v)) for u, v in edges), np.int64)
+
+
+def test_split_hides_a_fifth_and_samples_true_non_edges():
+    n, edges = 30, _ring_with_chords(30)
+    train, hidden, neg = nodp._split(edges, n, np.random.default_rng(0))
+    key = lambda e: set(map(tuple, e.tolist()))  # noqa: E731
+    assert len(hidden) == round(0.2 * len(edges)) and len(neg) == len(hidden)
+    assert key(train) | key(hidden) == key(edges) and not key(train) & key(hidden)
+    assert not key(neg) & key(edges) and len(key(neg)) == len(neg)
+
+
+def test_link_auc_is_one_for_the_original_and_chance_for_nothing():
+    n, edges = 40, _ring_with_chords(40)
+    rng = np.random.default_rng(1)
+    splits = [nodp._split(edges, n, rng)]
+    leak = nodp.link_aucs(splits, [n], [edges], rng, align=False)  # the full original, unaligned
+    assert leak["gen_adj"] == 1.0
+    empty = nodp.link_aucs(splits, [n], [np.zeros((0, 2), np.int64)], rng)
+    assert empty["gen_adj"] == 0.5 and empty["gen_cn"] == 0.5
+    assert leak["orig_cn"] == empty["orig_cn"]  # the references read the training graph only
+
+
+def test_complete_graphs_have_no_pairs_to_score():
+    n = 6
+    full = np.array([(u, v) for u in range(n) for v in range(u + 1, n)], np.int64)
+    splits = [nodp._split(full, n, np.random.default_rng(0))]
+    assert len(splits[0][2]) == 0 and nodp._scored(splits) == []
+
+
+def test_summary_and_table(tmp_path):
+    base = {"experiment": "linkpriv", "dataset": "dblp-collection", "pairs": 10, "train_s": 5.0,
+            "orig_cn": 0.6, "orig_aa": 0.6, "orig_pa": 0.55}  # fmt: skip
+    rows = [
+        {**base, "model": "ggan", "training": "paper", "epsilon": 1.0, "seed": s,
+         "gen_adj": 0.5 + 0.02 * s, "gen_cn": 0.55}  # fmt: skip
+        for s in range(3)
+    ] + [{**base, "model": "gvae", "training": "nodp", "epsilon": None, "seed": 0,
+          "gen_adj": 0.52, "gen_cn": 0.56}]  # fmt: skip
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"experiment": "table"}\n')
+    summary = fig3.summarise(fig3.load([path]))
+    assert [(c["model"], c["training"], c["seeds"]) for c in summary] == [
+        ("ggan", "paper", [0, 1, 2]),
+        ("gvae", "nodp", [0]),
+    ]
+    assert summary[0]["gen_adj"] == pytest.approx(0.52)
+    assert summary[0]["gen_adj_sd"] == pytest.approx(0.02)
+    text = fig3.table(summary)
+    assert "| dblp | DPGGAN | paper | 1 | ∞ | 3 | 0.520 ± 0.020 |" in text
+    assert "GVAE (no DP)" in text
+    assert fig3.figure(summary, tmp_path).stat().st_size > 0
