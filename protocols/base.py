@@ -77,6 +77,19 @@ class CuratorView:
     #: seeded run: replayable, not a private release). False: the strategy draws its release
     #: seed from OS entropy on the server, never written anywhere.
     replayable: bool = False
+    #: The task's number of classes: public metadata of the data set (the label set), not
+    #: read from any node's label, so a node's presence cannot change a model's output size.
+    #: None when the run has no labelled task.
+    num_classes: int | None = None
+
+    def classes(self) -> int:
+        """:attr:`num_classes`, else (a view built without it, e.g. in a unit test) one more
+        than the largest label the curator holds."""
+        if self.num_classes is not None:
+            return int(self.num_classes)
+        if self.labels is None:
+            raise ValueError("the curator knows no labels: there is no class count")
+        return int(np.asarray(self.labels).max()) + 1
 
     def __post_init__(self) -> None:
         if self.labels is None:

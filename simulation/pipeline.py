@@ -134,6 +134,7 @@ def curator_view(
             labels=training_labels(y, split.train, split.val),
             train_nodes=split.train,
             val_nodes=split.val,
+            num_classes=int(graph.num_classes),
         )
     return CuratorView(
         graph.num_nodes,

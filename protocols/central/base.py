@@ -75,9 +75,15 @@ class UploadedGraph(Graph):
     """The raw graph the curator holds after the upload round: the edges reported by the
     consenting nodes, their features (rows of nodes that did not upload are zero), ``y`` the
     labels the curator knows (training and validation nodes; −1 elsewhere, never a test label)
-    and ``uploaded``, which nodes took part."""
+    and ``uploaded``, which nodes took part; ``reported`` the directed pairs (u, w) with w in
+    u's own uploaded report (``edges`` keeps only the pairs both ends reported). A degree bound
+    that must hold for one node's add/remove ranks each node's choices over its own report
+    (:func:`.gap_node.reports_of`), never over ``edges``, which another node's absence changes.
+    ``None`` when the graph was built from an edge list, which then stands for every uploaded
+    node's report."""
 
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    reported: np.ndarray | None = None
 
 
 class CentralStrategy(ClientSideOf):
@@ -110,8 +116,19 @@ class CentralStrategy(ClientSideOf):
         labels = curator.labels
         if labels is None:
             labels = np.full(curator.num_nodes, -1, dtype=np.int64)
+        from ..ldp.assemble import adjacency_reports
+
+        own, _ = adjacency_reports(result.reports, curator.num_nodes)
+        own = own.tocoo()
+        reported = np.stack([own.row, own.col], axis=1).astype(np.int64)
         graph = UploadedGraph(
-            self.name, raw.edges, raw.x, labels, curator.feature_domain, uploaded=uploaded
+            self.name,
+            raw.edges,
+            raw.x,
+            labels,
+            curator.feature_domain,
+            uploaded=uploaded,
+            reported=reported,
         )
         release = self.release(graph, curator, release_seed(seed, curator.replayable))
         if release.kind != self.kind:

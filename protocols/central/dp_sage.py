@@ -45,7 +45,7 @@ from . import base
 from .base import UploadedGraph
 from .dpar_model import SgdPlan
 from .gap import GapModel, GapRelease
-from .gap_node import _mlp, clipped_sum, forward, pair_priorities
+from .gap_node import _mlp, clipped_sum, forward, mutual, proposals, reports_of
 from .report_parts import ReportPart
 
 NAME = "dp-sage"
@@ -90,40 +90,25 @@ PARAMS = (
 # --- the degree bound and the example rows -------------------------------------------------
 
 
-def proposals(edges: np.ndarray, max_degree: int, key: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every directed pair (u, w) of the reported edges and whether u proposes to w (w among
-    u's ``max_degree`` lowest-priority neighbours): the same ranking as
-    :func:`.gap_node.bounded_edges`, a function of u's report and the key alone."""
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    e = e[e[:, 0] != e[:, 1]]
-    src = np.concatenate([e[:, 0], e[:, 1]])
-    dst = np.concatenate([e[:, 1], e[:, 0]])
-    if len(src) == 0:
-        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=bool)
-    order = np.lexsort((pair_priorities(src, dst, key), src))
-    sorted_src = src[order]
-    start = np.searchsorted(sorted_src, sorted_src, side="left")
-    rank = np.empty(len(src), dtype=np.int64)
-    rank[order] = np.arange(len(src)) - start
-    return np.stack([src, dst], axis=1), rank < max_degree
-
-
 def complete_nodes(
-    edges: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int
+    pairs: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(complete, kept): ``complete[u]`` when u uploaded and every node u proposed to uploaded
-    and proposed back (its subgraph is then u and all its proposals); ``kept`` the directed
-    kept pairs (u, w) (mutual proposals between uploaded nodes), each edge both ways."""
-    pairs, prop = proposals(edges, max_degree, key)
+    """(complete, kept): ``complete[u]`` when u uploaded and every node u proposed to (over
+    its own report: :func:`.gap_node.proposals`) uploaded and proposed back (its subgraph is
+    then u and all its proposals); ``kept`` the directed kept pairs (u, w) (mutual proposals
+    between uploaded nodes), each edge both ways. ``pairs``: the directed report pairs
+    (:func:`.gap_node.reports_of`)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     up = np.asarray(uploaded, dtype=bool)
     n = len(up)
-    m = len(pairs) // 2
-    mutual = np.concatenate([prop[:m] & prop[m:]] * 2) if m else prop
-    ok = mutual & up[pairs[:, 0]] & up[pairs[:, 1]] if m else prop
+    if len(pairs) == 0:
+        return up.copy(), pairs
+    prop = proposals(pairs, max_degree, key) & up[pairs[:, 0]]
+    ok = mutual(pairs, prop & up[pairs[:, 1]], n)
     broken = np.zeros(n, dtype=bool)
-    if m:
-        np.logical_or.at(broken, pairs[prop & ~ok, 0], True)
-    return up & ~broken, pairs[ok] if m else pairs
+    np.logical_or.at(broken, pairs[prop & ~ok, 0], True)
+    return up & ~broken, pairs[ok]
 
 
 def neighbour_mean(x: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
@@ -315,9 +300,9 @@ class DpSage(GapRelease):
         n = graph.num_nodes
         uploaded = np.asarray(graph.uploaded, dtype=bool)
         present = uploaded[slots] & (labels[slots] >= 0)
-        classes = int(labels.max()) + 1  # the task's label set: public
+        classes = curator.classes()  # the task's label set: public metadata
         key = stage_seed(seed, f"{NAME}/degree")
-        complete, kept = complete_nodes(graph.edges, uploaded, p.sage_max_degree, key)
+        complete, kept = complete_nodes(reports_of(graph), uploaded, p.sage_max_degree, key)
         x = np.asarray(graph.x) * uploaded[:, None].astype(graph.x.dtype)  # absent: no row
         nodes, holds = example_rows(slots, present, complete)
         plan = plan_of(len(slots), p)

@@ -53,25 +53,57 @@ def pair_priorities(src: np.ndarray, dst: np.ndarray, key: int) -> np.ndarray:
         return _mix(_mix(k ^ src.astype(np.uint64)) ^ dst.astype(np.uint64))
 
 
-def bounded_edges(edges: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int) -> np.ndarray:
-    """The kept canonical edges: {u, w} with both endpoints uploaded and each among the other's
-    ``max_degree`` lowest-priority neighbours (:func:`pair_priorities` under ``key``)."""
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    e = e[e[:, 0] != e[:, 1]]
-    m = len(e)
-    if m == 0:
-        return e
-    src = np.concatenate([e[:, 0], e[:, 1]])
-    dst = np.concatenate([e[:, 1], e[:, 0]])
+def reports_of(graph: UploadedGraph) -> np.ndarray:
+    """The directed pairs (u, w), w in u's own report: ``graph.reported`` as uploaded, or, for
+    a graph built from an edge list, both directions of every edge (the list standing for each
+    uploaded node's report). Self-pairs dropped."""
+    if graph.reported is not None:
+        pairs = np.asarray(graph.reported, dtype=np.int64).reshape(-1, 2)
+    else:
+        e = np.asarray(graph.edges, dtype=np.int64).reshape(-1, 2)
+        pairs = np.concatenate([e, e[:, ::-1]])
+    return pairs[pairs[:, 0] != pairs[:, 1]]
+
+
+def proposals(pairs: np.ndarray, max_degree: int, key: int) -> np.ndarray:
+    """Whether u proposes to w, for each directed pair (u, w) of ``pairs`` (w in u's report):
+    w among the ``max_degree`` lowest-priority entries of u's report (:func:`pair_priorities`
+    under ``key``). A function of u's own report and the key alone, so one node's absence
+    changes no other node's proposals."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=bool)
+    src, dst = pairs[:, 0], pairs[:, 1]
     order = np.lexsort((pair_priorities(src, dst, key), src))
     sorted_src = src[order]
     start = np.searchsorted(sorted_src, sorted_src, side="left")
-    rank = np.empty(2 * m, dtype=np.int64)
-    rank[order] = np.arange(2 * m) - start
-    proposed = rank < max_degree
+    rank = np.empty(len(src), dtype=np.int64)
+    rank[order] = np.arange(len(src)) - start
+    return rank < max_degree
+
+
+def mutual(pairs: np.ndarray, ok: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the pairs (u, w) with ``ok`` whose reverse (w, u) is also among ``pairs`` with
+    ``ok`` (both ends proposed to each other)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    keys = pairs[:, 0] * n + pairs[:, 1]
+    back = pairs[:, 1] * n + pairs[:, 0]
+    return ok & np.isin(back, keys[ok])
+
+
+def bounded_edges(pairs: np.ndarray, uploaded: np.ndarray, max_degree: int, key: int) -> np.ndarray:
+    """The kept canonical edges: {u, w} with both endpoints uploaded and each among the other's
+    ``max_degree`` proposals over its own report (:func:`proposals`); ``pairs`` are the directed
+    report pairs (:func:`reports_of`). Removing node v removes only kept edges at v."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    if len(pairs) == 0:
+        return np.zeros((0, 2), dtype=np.int64)
     up = np.asarray(uploaded, dtype=bool)
-    keep = proposed[:m] & proposed[m:] & up[e[:, 0]] & up[e[:, 1]]
-    return e[keep]
+    ok = proposals(pairs, max_degree, key) & up[pairs[:, 0]] & up[pairs[:, 1]]
+    kept = pairs[mutual(pairs, ok, len(up))]
+    kept = kept[kept[:, 0] < kept[:, 1]]
+    return np.unique(kept, axis=0)
 
 
 def _mlp(dims: list[int], gen: Any, device: str) -> dict[str, Any]:
@@ -211,7 +243,7 @@ class GapNode(GapRelease):
         n = graph.num_nodes
         uploaded = np.asarray(graph.uploaded, dtype=bool)
         present = uploaded[slots] & (labels[slots] >= 0)
-        classes = int(labels.max()) + 1  # the task's label set: public (docs/privacy/gap.md)
+        classes = curator.classes()  # the task's label set: public metadata
         plan = gnp.NodePlan.of(len(slots), p)
         z = gnp.calibrate(float(p.epsilon), float(p.delta), plan, p.accountant)
         sigma = z * gnp.node_sensitivity(p.gap_max_degree)
@@ -228,7 +260,7 @@ class GapNode(GapRelease):
         with torch.no_grad():
             h0 = forward(enc, x, upto=2).cpu().numpy().astype(np.float64)
         key = stage_seed(seed, f"{self.name}/degree")
-        kept = bounded_edges(graph.edges, uploaded, p.gap_max_degree, key)
+        kept = bounded_edges(reports_of(graph), uploaded, p.gap_max_degree, key)
         adj = adjacency(kept, n, uploaded)
         rng = stage_rng(seed, f"{self.name}/agg")
         hops = [normalise_rows(h0)]

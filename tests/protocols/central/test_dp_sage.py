@@ -33,7 +33,8 @@ def _examples(edges, x, up, slots, k, key=7, complete_only=True):
     """{example slot: its input row (x_u ‖ aggregate)} of one world, as dp_sage builds them
     (``complete_only=False``: the naive rule, every present node's kept neighbourhood)."""
     n = len(up)
-    complete, kept = ds.complete_nodes(edges, up, k, key)
+    both = np.concatenate([edges, edges[:, ::-1]])  # each node's report: its neighbours
+    complete, kept = ds.complete_nodes(both, up, k, key)
     if not complete_only:
         complete = up.copy()
     xs = x * up[:, None]
@@ -80,10 +81,11 @@ def test_one_node_removes_at_most_k_plus_2_examples_and_changes_no_other(k):
 def test_kept_degree_is_bounded_and_complete_nodes_read_only_mutual_proposals():
     edges = _random_graph(50, 200, 3)
     up = np.ones(50, dtype=bool)
-    complete, kept = ds.complete_nodes(edges, up, 3, 5)
+    pairs = np.concatenate([edges, edges[:, ::-1]])
+    complete, kept = ds.complete_nodes(pairs, up, 3, 5)
     deg = np.bincount(kept[:, 0], minlength=50)
     assert deg.max() <= 3 and 0 < complete.sum() < 50
-    pairs, prop = ds.proposals(edges, 3, 5)
+    prop = ds.proposals(pairs, 3, 5)
     proposed = np.bincount(pairs[prop, 0], minlength=50)
     assert (deg[complete] == proposed[complete]).all()  # complete: every proposal kept
 

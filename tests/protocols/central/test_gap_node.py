@@ -26,8 +26,49 @@ def _random_graph(n: int, m: int, seed: int) -> np.ndarray:
     return np.array(sorted(pairs), dtype=np.int64)
 
 
+def _both(edges: np.ndarray) -> np.ndarray:
+    """Every node's report when each lists its neighbours in ``edges``: both directions."""
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    return np.concatenate([edges, edges[:, ::-1]])
+
+
 def _kept(edges, up, d, seed=7):
-    return {tuple(e) for e in bounded_edges(edges, up, d, seed)}
+    return {tuple(e) for e in bounded_edges(_both(edges), up, d, seed)}
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_proposals_rank_each_nodes_own_report_not_the_confirmed_edges(d):
+    """The server holds each uploaded node's own report (``UploadedGraph.reported``) and keeps
+    as edges only the pairs both ends reported. Proposals ranked over the node's own report
+    make one node's absence move only edges at that node. Ranked over the confirmed edges (the
+    former code), a neighbour u of an absent v loses v from its list and proposes to its next
+    neighbour: edges away from v appear (the check of the check)."""
+    n = 40
+    edges = _random_graph(n, 150, 10 + d)
+    rng = np.random.default_rng(d)
+    up = rng.random(n) < 0.9
+
+    def server_world(up: np.ndarray, naive: bool) -> set:
+        reported = _both(edges)
+        reported = reported[up[reported[:, 0]]]  # only uploaded nodes' reports reach the server
+        if naive:
+            confirmed = edges[up[edges[:, 0]] & up[edges[:, 1]]]
+            reported = _both(confirmed)
+        return {tuple(e) for e in bounded_edges(reported, up, d, 7)}
+
+    moved_away = 0
+    for naive in (False, True):
+        base = server_world(up, naive)
+        for v in np.flatnonzero(up):
+            without = up.copy()
+            without[v] = False
+            diff = base ^ server_world(without, naive)
+            away = sum(v not in e for e in diff)
+            if naive:
+                moved_away += away
+            else:
+                assert away == 0 and len(diff) <= d
+    assert moved_away > 0
 
 
 @pytest.mark.parametrize("d", [1, 3, 5])
@@ -81,8 +122,8 @@ def test_a_node_moves_at_most_D_other_rows_by_a_unit_vector_sqrt_D_per_hop():
         up1 = np.ones(n, dtype=bool)
         up0 = up1.copy()
         up0[v] = False
-        a1 = adjacency(bounded_edges(edges, up1, d, 11), n, up1)
-        a0 = adjacency(bounded_edges(edges, up0, d, 11), n, up0)
+        a1 = adjacency(bounded_edges(_both(edges), up1, d, 11), n, up1)
+        a0 = adjacency(bounded_edges(_both(edges), up0, d, 11), n, up0)
         moved = a1 @ h - a0 @ h
         moved[v] = 0.0  # the node's own row: its own DP-SGD example (docs/privacy/gap.md)
         rows = np.linalg.norm(moved, axis=1)
@@ -214,3 +255,16 @@ def test_closed_form_clipped_sum_equals_per_example_gradients():
         assert torch.allclose(got[k], ref[k], rtol=1e-4, atol=1e-6), k
     empty, _ = clipped_sum(leaves, (x[:0], y[:0]), 0.5)
     assert all(float(v.abs().sum()) == 0.0 for v in empty.values())
+
+
+def test_the_class_count_is_the_tasks_not_read_from_the_labels():
+    """gap-node and dp-sage size their output layer by the task's public class count
+    (``CuratorView.num_classes``, set by the pipeline from the data set), so a node holding
+    the only label of the top class cannot change it; a view without it falls back to the
+    labels the curator holds."""
+    from ldpgraph.protocols.base import CuratorView
+
+    labels = np.array([0, 1, -1, 1])
+    train = np.array([0, 1, 3])
+    assert CuratorView(4, 2, labels=labels, train_nodes=train, num_classes=5).classes() == 5
+    assert CuratorView(4, 2, labels=labels, train_nodes=train).classes() == 2
