@@ -73,13 +73,20 @@ def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
         if lane == 1:
             raise RuntimeError("lane 1 failed")
 
+    def fail0(lane: int) -> None:
+        if lane == 0:
+            raise RuntimeError("lane 0 failed")
+
     for count in (1, 2):
         with Lanes(count) as lanes, pytest.raises(RuntimeError, match="lane 1 failed"):
             lanes.both(fail)
-    seen: list[int] = []
     with Lanes(2) as lanes:
-        lanes.both(seen.append)  # the pool still serves after an error elsewhere
-    assert sorted(seen) == [0, 1]
+        for broken, message in ((fail, "lane 1 failed"), (fail0, "lane 0 failed")):
+            with pytest.raises(RuntimeError, match=message):
+                lanes.both(broken)
+            seen: list[int] = []
+            lanes.both(seen.append)  # the same pool still serves after the error, both lanes
+            assert sorted(seen) == [0, 1]
     with pytest.raises(ValueError, match="lanes must be 1 or 2"):
         Lanes(3)
     assert default_lanes("cpu") in (1, 2) and default_lanes("meta") == 1
