@@ -40,24 +40,8 @@ from typing import Any
 import numpy as np
 
 from .audit_central_types import CentralCase, World
-
-
-def _curator(n: int, d: int, labels: np.ndarray | None = None, train=None, val=None, ptr=None):
-    from ldpgraph.protocols.base import CuratorView
-
-    return CuratorView(
-        n, d, (0.0, 1.0), labels=labels, train_nodes=train, val_nodes=val, graph_ptr=ptr
-    )
-
-
-def _graph(edges: list[tuple[int, int]], x: np.ndarray, uploaded: np.ndarray | None = None):
-    from ldpgraph.protocols.central.base import UploadedGraph
-    from ldpgraph.protocols.graph import canonical_edges
-
-    n = x.shape[0]
-    e = canonical_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2), n)
-    up = np.ones(n, dtype=bool) if uploaded is None else uploaded
-    return UploadedGraph("audit", e, x, np.full(n, -1, dtype=np.int64), (0.0, 1.0), uploaded=up)
+from .audit_central_types import audit_curator as _curator
+from .audit_central_types import audit_graph as _graph
 
 
 def has_edge(edges: np.ndarray, u: int, v: int) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .audit_central_types import CentralCase, World
+from .audit_central_types import CentralCase, World, audit_curator, audit_graph
 
 SAGE_TRAIN = 6
 SAGE_CLASSES = 4
@@ -24,7 +24,6 @@ SAGE_CLASSES = 4
 
 def sage_worlds() -> tuple[World, World]:
     """(D₀ without v = 0, D₁ with it); v's one neighbour is training node 1."""
-    from .audit_central_cases import _curator, _graph  # here: that module lists this row
 
     train = np.arange(SAGE_TRAIN)
     val = np.arange(SAGE_TRAIN, SAGE_TRAIN + SAGE_CLASSES)
@@ -39,12 +38,12 @@ def sage_worlds() -> tuple[World, World]:
     labels[0] = 1
     labels[val] = np.arange(SAGE_CLASSES)
     edges = [(0, 1)]  # reported by both; without v, node 1's report still lists it
-    with_v = World(_graph(edges, x), _curator(n, 3, labels, train, val))
+    with_v = World(audit_graph(edges, x), audit_curator(n, 3, labels, train, val))
     x0, labels0 = x.copy(), labels.copy()
     x0[0], labels0[0] = 0.0, -1
     up = np.ones(n, dtype=bool)
     up[0] = False
-    without = World(_graph(edges, x0, up), _curator(n, 3, labels0, train, val))
+    without = World(audit_graph(edges, x0, up), audit_curator(n, 3, labels0, train, val))
     return without, with_v
 
 

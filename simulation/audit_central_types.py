@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FAIL",
@@ -19,6 +22,8 @@ __all__ = [
     "CentralCase",
     "CentralRow",
     "World",
+    "audit_curator",
+    "audit_graph",
 ]
 
 PASS, FAIL, INCONCLUSIVE, NO_CLAIM, NOT_APPLICABLE = (
@@ -93,3 +98,25 @@ class CentralRow:
             if isinstance(value, float) and math.isinf(value):
                 d[key] = "inf" if value > 0 else "-inf"
         return d
+
+
+def audit_curator(n: int, d: int, labels: np.ndarray | None = None, train=None, val=None, ptr=None):
+    """The curator's view of an audit world (sizes, the training side of the task)."""
+    from ldpgraph.protocols.base import CuratorView
+
+    return CuratorView(
+        n, d, (0.0, 1.0), labels=labels, train_nodes=train, val_nodes=val, graph_ptr=ptr
+    )
+
+
+def audit_graph(edges: list[tuple[int, int]], x: np.ndarray, uploaded: np.ndarray | None = None):
+    """An audit world's uploaded graph: ``edges`` stand for every uploaded node's report."""
+    import numpy as np
+
+    from ldpgraph.protocols.central.base import UploadedGraph
+    from ldpgraph.protocols.graph import canonical_edges
+
+    n = x.shape[0]
+    e = canonical_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2), n)
+    up = np.ones(n, dtype=bool) if uploaded is None else uploaded
+    return UploadedGraph("audit", e, x, np.full(n, -1, dtype=np.int64), (0.0, 1.0), uploaded=up)

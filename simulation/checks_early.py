@@ -5,7 +5,7 @@ graph whose reports cannot fit in memory (:func:`~.checks.check_memory`) are fou
 built protocol, whose module imports NumPy and SciPy: about a second before a one-line error.
 For a built-in protocol run with no protocol flag but ``--epsilon``, the figures they need are
 fixed multiples of ε, kept in the generated schema table (``EARLY``,
-:func:`~.schema_static.early_arithmetic`, which a test holds equal to the protocols): the same
+:func:`~.schema_generate.early_arithmetic`, which a test holds equal to the protocols): the same
 refusal, with the same words and figures, comes at once. Any other run is left to the full
 checks. Standard library only.
 """
@@ -88,7 +88,7 @@ def _memory(
     have = checks.total_memory()
     if head.strip().lower() != "synthetic" or have is None:
         return
-    # The spec's own items, read as the dataset registry reads them (whose lookup imports
+    # The --dataset value's own items, read as the dataset registry reads them (whose lookup imports
     # every dataset module); anything it would refuse is left to it.
     given = dict(item.partition("=")[::2] for item in tail.split(",") if "=" in item)
     p = {"n": defaults["n"], "avg_degree": defaults["avg_degree"]}

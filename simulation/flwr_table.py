@@ -8,7 +8,7 @@ hand. After adding a protocol parameter or a metric setting run::
     python -m ldpgraph.simulation.flwr_table --write     # rewrite the table in pyproject.toml
     python -m ldpgraph.simulation.flwr_table --check     # exit 1 when it is out of date
 
-(``--write`` also rewrites simulation/schema_table.py, :mod:`.schema_static`.)
+(``--write`` also rewrites simulation/schema_table.py, :mod:`.schema_generate`.)
 
 (tests/simulation/test_schema.py runs the check).
 """
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.write or args.check):
         print(render(), end="")
         return 0
-    from . import schema_static  # its generated table too (the flags before any import)
+    from . import schema_generate  # its generated table too (the flags before any import)
 
     text = args.pyproject.read_text()
     new = replace_table(text, render())
@@ -92,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         if new != text:
             print(f"{args.pyproject}: {HEADER} is out of date; run with --write", file=sys.stderr)
             return 1
-        return schema_static.main(["--check"])
+        return schema_generate.main(["--check"])
     if new != text:
         args.pyproject.write_text(new)
-    return schema_static.main(["--write"])
+    return schema_generate.main(["--write"])
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ import sys
 
 from ldpgraph.protocols import registry
 from ldpgraph.protocols.params import Param
-from ldpgraph.simulation import schema_static, schema_table
+from ldpgraph.simulation import schema_generate, schema_static, schema_table
 
 
 def test_the_table_is_what_the_modules_declare():
-    assert schema_static.mismatches() == [], (
+    assert schema_generate.mismatches() == [], (
         "the generated table lags the protocol/metric sources: run "
         "python -m ldpgraph.simulation.flwr_table --write (it rewrites both tables)"
     )
@@ -24,21 +24,21 @@ def test_a_changed_declaration_is_a_mismatch(monkeypatch):
     name = next(iter(schema_table.PROTOCOLS))
     params, summary, model = schema_table.PROTOCOLS[name]
     changed = (params[0].but(default=params[0].default * 2), *params[1:])
-    live = schema_static.live_tables
+    live = schema_generate.live_tables
 
     def stale():
         protocols, names, settings = live()
         return {**protocols, name: (changed, summary, model)}, names, settings
 
-    monkeypatch.setattr(schema_static, "live_tables", stale)
-    assert schema_static.mismatches() == [f"protocol {name!r}"]
+    monkeypatch.setattr(schema_generate, "live_tables", stale)
+    assert schema_generate.mismatches() == [f"protocol {name!r}"]
     monkeypatch.setattr(schema_static, "source_hash", lambda: "other sources")
-    assert schema_static.mismatches() == [f"protocol {name!r}", "the sources' hash"]
+    assert schema_generate.mismatches() == [f"protocol {name!r}", "the sources' hash"]
 
 
 def test_literals_round_trip():
     p = Param("x", float, float("inf"), "it's", low=0.0, low_open=True, choices=("a",))
-    source = schema_static._param_source(p)
+    source = schema_generate._param_source(p)
     import math  # noqa: F401  (the source names math.inf)
 
     assert eval(source, {"P": Param, "math": math, "float": float}) == p
