@@ -45,7 +45,15 @@ from . import base
 from .base import UploadedGraph
 from .dpar_model import SgdPlan
 from .gap import GapModel, GapRelease
-from .gap_node import _mlp, clipped_sum, forward, mutual, proposals, reports_of
+from .gap_node import (
+    _mlp,
+    clipped_sum,
+    forward,
+    mutual,
+    proposals,
+    reports_of,
+    training_inputs,
+)
 from .report_parts import ReportPart
 
 NAME = "dp-sage"
@@ -292,15 +300,8 @@ class DpSage(GapRelease):
         import torch
 
         p = self.p
-        labels, slots = curator.labels, curator.train_nodes
-        if labels is None or slots is None or len(slots) == 0:
-            raise ValueError(f"{NAME} trains on the curator's training labels; it has none")
-        labels = np.asarray(labels, dtype=np.int64)
-        slots = np.unique(np.asarray(slots, dtype=np.int64))
+        labels, slots, uploaded, present, classes = training_inputs(NAME, graph, curator)
         n = graph.num_nodes
-        uploaded = np.asarray(graph.uploaded, dtype=bool)
-        present = uploaded[slots] & (labels[slots] >= 0)
-        classes = curator.classes()  # the task's label set: public metadata
         key = stage_seed(seed, f"{NAME}/degree")
         complete, kept = complete_nodes(reports_of(graph), uploaded, p.sage_max_degree, key)
         x = np.asarray(graph.x) * uploaded[:, None].astype(graph.x.dtype)  # absent: no row

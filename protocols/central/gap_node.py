@@ -106,6 +106,22 @@ def bounded_edges(pairs: np.ndarray, uploaded: np.ndarray, max_degree: int, key:
     return np.unique(kept, axis=0)
 
 
+def training_inputs(
+    name: str, graph: UploadedGraph, curator: CuratorView
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """(labels, training slots, uploaded, present slots, class count) of a node-level DP-SGD
+    release: the slots are public (the split), a slot is present when its node uploaded and
+    the curator holds its label; the class count is the task's public one."""
+    labels, slots = curator.labels, curator.train_nodes
+    if labels is None or slots is None or len(slots) == 0:
+        raise ValueError(f"{name} trains on the curator's training labels; it has none")
+    labels = np.asarray(labels, dtype=np.int64)
+    slots = np.unique(np.asarray(slots, dtype=np.int64))
+    uploaded = np.asarray(graph.uploaded, dtype=bool)
+    present = uploaded[slots] & (labels[slots] >= 0)
+    return labels, slots, uploaded, present, curator.classes()
+
+
 def _mlp(dims: list[int], gen: Any, device: str) -> dict[str, Any]:
     """Weights and biases uniform ±1/√fan_in (torch's default), as a dict for torch.func."""
     import torch
@@ -235,15 +251,8 @@ class GapNode(GapRelease):
         import torch
 
         p = self.p
-        labels, slots = curator.labels, curator.train_nodes
-        if labels is None or slots is None or len(slots) == 0:
-            raise ValueError(f"{self.name} trains on the curator's training labels; it has none")
-        labels = np.asarray(labels, dtype=np.int64)
-        slots = np.unique(np.asarray(slots, dtype=np.int64))
+        labels, slots, uploaded, present, classes = training_inputs(self.name, graph, curator)
         n = graph.num_nodes
-        uploaded = np.asarray(graph.uploaded, dtype=bool)
-        present = uploaded[slots] & (labels[slots] >= 0)
-        classes = curator.classes()  # the task's label set: public metadata
         plan = gnp.NodePlan.of(len(slots), p)
         z = gnp.calibrate(float(p.epsilon), float(p.delta), plan, p.accountant)
         sigma = z * gnp.node_sensitivity(p.gap_max_degree)

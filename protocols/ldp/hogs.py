@@ -124,35 +124,12 @@ class HogsProtocol(RRSplitBudgetProtocol):
         mu = self.keep_probability(n)
         gpu = accelerator(curator.device)
         stage(f"HoGS: topology from {int(reported.nnz)} reported 1s of {n} nodes")
+        rows = FeatureRows(x0)
+        join = dict(mu=mu, join=self.join, seed=seed, ring=self.ring)
         if gpu is None:
-            rows = FeatureRows(x0)
-            topo = reconstruct_topology(
-                reported,
-                observed,
-                rows,
-                flip,
-                need,
-                mu=mu,
-                join=self.join,
-                seed=seed,
-                ring=self.ring,
-            )
+            topo = reconstruct_topology(reported, observed, rows, flip, need, **join)
         else:
-            rows = FeatureRows(x0)
-            topo = TopologyResult(
-                *gpu.topology(
-                    reported,
-                    observed,
-                    rows,
-                    x0,
-                    flip,
-                    need,
-                    mu=mu,
-                    join=self.join,
-                    seed=seed,
-                    ring=self.ring,
-                )
-            )
+            topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, **join))
         in_graph = topo.prob >= tau
         edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
         stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")
