@@ -46,8 +46,9 @@ from .base import UploadedGraph
 from .dpar_model import SgdPlan
 from .gap import GapModel, GapRelease
 from .gap_node import (
+    SlotSgd,
     _mlp,
-    clipped_sum,
+    dp_fit,
     forward,
     mutual,
     proposals,
@@ -234,48 +235,6 @@ def privacy_report(p: Any, slots: int | None = None) -> PrivacyReport:
     )  # fmt: skip
 
 
-# --- training -------------------------------------------------------------------------------
-
-
-def noisy_step(params: dict[str, Any], batch: tuple[Any, Any], clip: float, std: float, gen):
-    """One DP-SGD release: Σ of the batch's per-example gradients clipped to ``clip`` (closed
-    form, :func:`.gap_node.clipped_sum`) plus N(0, std²) on every coordinate."""
-    import torch
-
-    from . import dpsgd
-
-    detached = {k: v.detach().requires_grad_(True) for k, v in params.items()}
-    with torch.enable_grad():
-        total, _ = clipped_sum(detached, batch, clip)
-    return dpsgd.add_noise({k: v.detach() for k, v in total.items()}, std, gen)
-
-
-def dp_fit(params: dict[str, Any], make_batch, holds: Any, plan: SgdPlan, p: Any, gen):
-    """DP-SGD with Adam (post-processing) over the example slots: Poisson samples of rate q,
-    an empty slot sampled and adding nothing, the noisy sum divided by the public q·rows;
-    ``make_batch(slot indices)`` gives the examples' (inputs, labels)."""
-    import torch
-
-    from . import dpsgd
-
-    rows = len(holds)
-    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
-    opt = torch.optim.Adam(leaves.values(), lr=p.sage_lr)
-    std = plan.noise * p.sage_clip
-    expected = plan.q * rows
-    per_epoch = math.ceil(plan.steps / p.sage_epochs)
-    done = 0
-    for _ in progress.steps(range(p.sage_epochs), "dp-sage epoch", total=p.sage_epochs):
-        for _ in range(min(per_epoch, plan.steps - done)):
-            idx = dpsgd.poisson_sample(rows, plan.q, gen, str(holds.device))
-            noisy = noisy_step(leaves, make_batch(idx[holds[idx]]), p.sage_clip, std, gen)
-            for k, leaf in leaves.items():
-                leaf.grad = (noisy[k] / expected).to(leaf.dtype)
-            opt.step()
-            done += 1
-    return {k: v.detach() for k, v in leaves.items()}
-
-
 @register(
     NAME,
     label="SAGE (DP-GNN)",
@@ -323,7 +282,10 @@ class DpSage(GapRelease):
 
         model = _mlp([2 * x.shape[1], p.sage_hidden, classes], gen, device)
         holds_t = torch.as_tensor(holds, device=device)
-        model = dp_fit(model, make_batch, holds_t, plan, p, gen)
+        sgd = SlotSgd(
+            plan.q, plan.steps, p.sage_epochs, p.sage_clip, plan.noise * p.sage_clip, p.sage_lr
+        )
+        model = dp_fit(model, make_batch, holds_t, sgd, gen, "dp-sage epoch")
         pred = self._infer(model, x, graph.edges, slots, uploaded, device)
         weights = {k: v.cpu().numpy() for k, v in model.items()}
         report = self.privacy_report(slots=len(slots))

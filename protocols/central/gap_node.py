@@ -22,6 +22,7 @@ get no class in the release (−1): their prediction would read their own raw fe
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -190,36 +191,58 @@ def clipped_sum(params: dict[str, Any], batch: tuple[Any, ...], clip: float):
     return out, norms.detach()
 
 
-def dp_fit(
-    params: dict[str, Any], x: Any, y: Any, slots: Any, present: Any, plan: gnp.NodePlan,
-    z: float, p: Any, gen: Any, label: str,
-) -> dict[str, Any]:  # fmt: skip
-    """DP-SGD (Abadi et al. 2016, Alg. 1, with Adam as post-processing) of ``params`` over the
-    training ``slots``: ``plan.steps`` Poisson samples of rate q over the N slots (an absent
-    slot is sampled and holds no example), per-node clipping to C, noise std z·C on the sum,
-    divided by the public q·N. The :mod:`.dpsgd` primitives; a loop of its own so each epoch
-    can say progress."""
+@dataclass(frozen=True)
+class SlotSgd:
+    """One slot-wise DP-SGD run's public settings: Poisson rate ``q``, ``steps`` over
+    ``epochs`` (for progress), clip ``C``, the noise's std on the clipped sum and Adam's
+    ``lr``."""
+
+    q: float
+    steps: int
+    epochs: int
+    clip: float
+    std: float
+    lr: float
+
+
+def noisy_step(params: dict[str, Any], batch: tuple[Any, Any], clip: float, std: float, gen):
+    """One DP-SGD release: Σ of the batch's per-example gradients clipped to ``clip`` (closed
+    form, :func:`clipped_sum`) plus N(0, std²) on every coordinate."""
     import torch
 
     from . import dpsgd
 
+    detached = {k: v.detach().requires_grad_(True) for k, v in params.items()}
+    with torch.enable_grad():
+        total, _ = clipped_sum(detached, batch, clip)
+    return dpsgd.add_noise({k: v.detach() for k, v in total.items()}, std, gen)
+
+
+def dp_fit(
+    params: dict[str, Any], make_batch: Any, holds: Any, sgd: SlotSgd, gen: Any, label: str
+) -> dict[str, Any]:
+    """DP-SGD (Abadi et al. 2016, Alg. 1, with Adam as post-processing) of ``params`` over
+    the example slots: ``sgd.steps`` Poisson samples of rate q over the slots (a slot whose
+    ``holds`` is false is sampled and holds no example), per-example clipping to C, noise std
+    on the sum, divided by the public q·slots. ``make_batch(slot indices)`` gives the held
+    examples' (inputs, labels). The :mod:`.dpsgd` primitives, in a loop of its own so that
+    each epoch can say progress and absent slots cost what present ones do. gap-node and
+    dp-sage both train through it."""
+    import torch
+
+    from . import dpsgd
+
+    rows = len(holds)
+    device = str(holds.device)
     leaves = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
-    opt = torch.optim.Adam(leaves.values(), lr=p.gap_lr)
-    device = str(x.device)
-    epochs = p.gap_sgd_epochs
-    per_epoch = math.ceil(plan.steps / epochs)
-    std = z * p.gap_clip
-    expected = plan.q * plan.slots
+    opt = torch.optim.Adam(leaves.values(), lr=sgd.lr)
+    expected = sgd.q * rows
+    per_epoch = math.ceil(sgd.steps / sgd.epochs)
     done = 0
-    for _ in progress.steps(range(epochs), label, total=epochs):
-        for _ in range(min(per_epoch, plan.steps - done)):
-            idx = dpsgd.poisson_sample(plan.slots, plan.q, gen, device)
-            nodes = slots[idx[present[idx]]]
-            detached = {k: v.detach().requires_grad_(True) for k, v in leaves.items()}
-            with torch.enable_grad():
-                total, _ = clipped_sum(detached, (x[nodes], y[nodes]), p.gap_clip)
-            total = {k: v.detach() for k, v in total.items()}
-            noisy = dpsgd.add_noise(total, std, gen)
+    for _ in progress.steps(range(sgd.epochs), label, total=sgd.epochs):
+        for _ in range(min(per_epoch, sgd.steps - done)):
+            idx = dpsgd.poisson_sample(rows, sgd.q, gen, device)
+            noisy = noisy_step(leaves, make_batch(idx[holds[idx]]), sgd.clip, sgd.std, gen)
             for k, leaf in leaves.items():
                 leaf.grad = (noisy[k] / expected).to(leaf.dtype)
             opt.step()
@@ -265,7 +288,12 @@ class GapNode(GapRelease):
         present_t = torch.as_tensor(present, device=device)
         progress.stage(f"{self.name}: encoder DP-SGD ({plan.steps} steps)")
         enc = _mlp([graph.num_features, p.gap_hidden, p.gap_embed, classes], gen, device)
-        enc = dp_fit(enc, x, y, slots_t, present_t, plan, z, p, gen, "encoder epoch")
+        sgd = SlotSgd(plan.q, plan.steps, p.gap_sgd_epochs, p.gap_clip, z * p.gap_clip, p.gap_lr)
+
+        def on_slots(inputs: Any) -> Any:
+            return lambda sel: (inputs[slots_t[sel]], y[slots_t[sel]])
+
+        enc = dp_fit(enc, on_slots(x), present_t, sgd, gen, "encoder epoch")
         with torch.no_grad():
             h0 = forward(enc, x, upto=2).cpu().numpy().astype(np.float64)
         key = stage_seed(seed, f"{self.name}/degree")
@@ -278,7 +306,7 @@ class GapNode(GapRelease):
         zin = torch.as_tensor(np.concatenate(hops, axis=1), dtype=torch.float32, device=device)
         progress.stage(f"{self.name}: classifier DP-SGD ({plan.steps} steps)")
         cls = _mlp([zin.shape[1], p.gap_hidden, classes], gen, device)
-        cls = dp_fit(cls, zin, y, slots_t, present_t, plan, z, p, gen, "classifier epoch")
+        cls = dp_fit(cls, on_slots(zin), present_t, sgd, gen, "classifier epoch")
         with torch.no_grad():
             pred = forward(cls, zin).argmax(1).cpu().numpy()
         is_train = np.zeros(n, dtype=bool)

@@ -125,7 +125,7 @@ def test_noise_has_the_calibrated_std_and_zero_mean():
     import torch
     from scipy import stats
 
-    from ldpgraph.protocols.central.gap_node import _mlp
+    from ldpgraph.protocols.central.gap_node import _mlp, noisy_step
 
     p = _params(epsilon=2.0, delta=1e-5, sage_max_degree=2, sage_clip=0.5)
     plan = ds.plan_of(400, p)
@@ -133,7 +133,7 @@ def test_noise_has_the_calibrated_std_and_zero_mean():
     gen = torch.Generator().manual_seed(3)
     params = _mlp([100, 200, 3], gen, "cpu")
     batch = (torch.zeros(0, 100), torch.zeros(0, dtype=torch.int64))
-    noise = torch.cat([v.flatten() for v in ds.noisy_step(params, batch, 0.5, std, gen).values()])
+    noise = torch.cat([v.flatten() for v in noisy_step(params, batch, 0.5, std, gen).values()])
     noise = noise.double().numpy()
     m = len(noise)
     assert m > 20_000
