@@ -110,15 +110,12 @@ class CentralStrategy(ClientSideOf):
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
-        raw = self.client_side.server_step(round_, result, curator, seed)
+        raw, own = self.client_side.upload(result, curator)
         uploaded = np.zeros(curator.num_nodes, dtype=bool)
         uploaded[np.fromiter(result.reports, dtype=np.int64, count=len(result.reports))] = True
         labels = curator.labels
         if labels is None:
             labels = np.full(curator.num_nodes, -1, dtype=np.int64)
-        from ..ldp.assemble import adjacency_reports
-
-        own, _ = adjacency_reports(result.reports, curator.num_nodes)
         own = own.tocoo()
         reported = np.stack([own.row, own.col], axis=1).astype(np.int64)
         graph = UploadedGraph(

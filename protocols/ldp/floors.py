@@ -78,6 +78,12 @@ class NonPrivate(LdpProtocol):
     def server_step(
         self, round_: int, result: RoundResult, curator: CuratorView, seed: int
     ) -> Release:
+        release, _ = self.upload(result, curator)
+        return release
+
+    def upload(self, result: RoundResult, curator: CuratorView) -> tuple[Release, Any]:
+        """The raw release and the reports' n × n CSR (row u: the pairs u reported), built
+        once: the central strategies rank degree bounds over each node's own report."""
         n, d = curator.num_nodes, curator.num_features
         reported, _ = adjacency_reports(result.reports, n)
         # An edge is kept only when both endpoints upload it: one consenting node cannot
@@ -94,12 +100,13 @@ class NonPrivate(LdpProtocol):
         elif any(r.features is not None and r.features.dtype != np.uint8 for r in reports.values()):
             dtype = np.float32
         x, _ = feature_reports(result.reports, n, d, dtype=dtype)
-        return Release(
+        release = Release(
             edges=edges,
             x=x,
             privacy=self.privacy_report(d),
             stats={"adjacency_reports": len(result.reports), "one_sided_edges_dropped": one_sided},
         )
+        return release, reported
 
     def privacy_report(self, num_features: int | None = None) -> PrivacyReport:
         return PrivacyReport.no_privacy(
