@@ -16,10 +16,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..client.units import PER_BIT  # no NumPy behind it
 from . import checks, schema_static
 from .config import ConfigError, key_default
-
-PER_BIT = "per-bit"  # ldpgraph.client.units.PER_BIT (a test holds them equal)
 
 
 def _figures(values: Mapping[str, Any]) -> tuple[tuple[float, ...], float | None] | None:
