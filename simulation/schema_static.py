@@ -85,7 +85,9 @@ def _live_entry(name: str) -> ProtocolEntry:
     from ldpgraph.protocols import registry
 
     info = registry.protocol_info(name)
-    model = getattr(info.resolve(), "privacy_model", "ldp")
+    # The instance's: one class may register a private name and its non-private reference
+    # (dpar-gm / dpar-nodp), and only the built protocol knows which it is.
+    model = getattr(registry.make_protocol(name), "privacy_model", "ldp")
     return ProtocolEntry(name, info.params, info.summary, model)
 
 

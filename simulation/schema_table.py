@@ -164,15 +164,15 @@ PROTOCOLS = {
     'rr': ((_D[0], _D[3], _D[22], ), 'plain RR adjacency (OR of both reports) + raw 1-bit features, no denoising', 'ldp'),
     'rr-edge': ((_D[0], _D[22], ), "plain RR adjacency (OR of both reports), features public (Blink_GNN's RR)", 'ldp'),
     'solitude': ((_D[0], _D[3], _D[23], _D[24], ), 'Solitude in its official-code mode (as HoGS reproduces it): RR graph (OR) + KProp(lx) of 1-bit features; the joint learned-graph training is not implemented', 'ldp'),
-    'edge-delete': ((_D[25], ), 'Random edge deletion (central, no DP): drop r·|E| uniform edges', 'central'),
-    'edge-add': ((_D[25], ), 'Random edge addition (central, no DP): add r·|E| uniform non-edges', 'central'),
-    'edge-random': ((_D[25], ), 'Random (central, no DP): delete r·|E| edges and add as many non-edges', 'central'),
+    'edge-delete': ((_D[25], ), 'Random edge deletion (central, no DP): drop r·|E| uniform edges', 'empirical'),
+    'edge-add': ((_D[25], ), 'Random edge addition (central, no DP): add r·|E| uniform non-edges', 'empirical'),
+    'edge-random': ((_D[25], ), 'Random (central, no DP): delete r·|E| edges and add as many non-edges', 'empirical'),
     'edgerand': ((_D[26], ), 'EdgeRand (central, edge DP): randomized response on every adjacency entry', 'central'),
     'lapgraph': ((_D[26], ), 'LapGraph (central, edge DP): Laplace on every entry, top-T with a noisy T', 'central'),
     'dpar-em0': ((_D[27], _D[28], _D[29], _D[30], _D[31], _D[32], _D[33], _D[34], _D[35], _D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[42], _D[43], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR (central, node DP): DP-APPR by Gumbel top-K with 1/K weights + DP-SGD MLP', 'central'),
     'dpar-em1': ((_D[27], _D[28], _D[29], _D[30], _D[31], _D[32], _D[33], _D[34], _D[35], _D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[42], _D[43], _D[53], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR (central, node DP): DP-APPR by Gumbel top-K with Laplace values + DP-SGD MLP', 'central'),
     'dpar-gm': ((_D[27], _D[28], _D[29], _D[30], _D[31], _D[32], _D[33], _D[34], _D[35], _D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[42], _D[54], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR (central, node DP): DP-APPR by the Gaussian mechanism + DP-SGD MLP', 'central'),
-    'dpar-nodp': ((_D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[42], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR without DP (exact top-K APPR, plain Adam): the non-private reference', 'central'),
+    'dpar-nodp': ((_D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[42], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR without DP (exact top-K APPR, plain Adam): the non-private reference', 'none'),
     'dpar-features': ((_D[27], _D[28], _D[29], _D[30], _D[31], _D[32], _D[33], _D[55], _D[44], _D[45], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), "DPAR's Features baseline: DP-SGD MLP on node features alone (Π = I)", 'central'),
     'dpar-bounded': ((_D[27], _D[28], _D[30], _D[31], _D[33], _D[34], _D[35], _D[36], _D[37], _D[38], _D[39], _D[40], _D[41], _D[54], _D[46], _D[47], _D[48], _D[49], _D[50], _D[51], _D[52], ), 'DPAR with node-level sensitivity bounded by construction (complete rows, column cap D): DP-APPR-GM + DP-SGD accounted as add/remove of D rows', 'central'),
     'gap-edge': ((_D[56], _D[57], _D[58], _D[59], _D[60], _D[61], _D[62], _D[63], _D[64], _D[65], ), 'GAP (central, edge DP): MLP encoder, K Gaussian-perturbed aggregations, MLP classifier', 'central'),
@@ -182,7 +182,7 @@ PROTOCOLS = {
     'dpgvae': ((_D[80], _D[81], _D[82], _D[83], _D[84], _D[85], _D[86], _D[87], _D[88], _D[89], _D[90], _D[91], _D[92], _D[93], _D[94], _D[95], _D[96], _D[97], _D[98], _D[99], ), 'DPGVAE (central, edge DP): per-graph GVAE, the decoder trained by DP-SGD with per-node clipping; releases one generated graph per graph', 'central'),
     'ppgsl': ((_D[100], _D[101], _D[102], _D[103], _D[104], _D[105], _D[106], _D[107], _D[108], _D[109], ), "PPGSL (central, empirical, no DP): a learned graph that hides the defender's sensitive links from a re-initialised surrogate link-inference attacker", 'empirical'),
     'privdpr': ((_D[110], _D[111], _D[112], _D[113], _D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], _D[121], _D[122], _D[123], _D[124], _D[125], _D[126], _D[127], _D[128], _D[129], ), "PrivDPR (central, node DP): deep PageRank with Gaussian noise on V's gradient, NetGAN-style graph assembly from V's transition counts", 'central'),
-    'dpr-nodp': ((_D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], _D[121], _D[122], _D[123], _D[124], _D[125], _D[126], _D[127], _D[128], _D[129], ), 'PrivDPR without noise (same model, layers and steps): the non-private reference, no guarantee', 'central'),
+    'dpr-nodp': ((_D[114], _D[115], _D[116], _D[117], _D[118], _D[119], _D[120], _D[121], _D[122], _D[123], _D[124], _D[125], _D[126], _D[127], _D[128], _D[129], ), 'PrivDPR without noise (same model, layers and steps): the non-private reference, no guarantee', 'none'),
 }
 METRIC_NAMES = ('accuracy', 'attack', 'collection', 'gin', 'graph', 'lp')
 METRIC_SETTINGS = {

@@ -23,11 +23,12 @@ PRIVACY_FAMILIES = {
 
 
 def central_only_parameters() -> set[str]:
-    """Protocol parameters that only central-DP strategies use (their own ``--help`` group)."""
+    """Protocol parameters that only the raw-upload strategies use (central DP, their
+    non-private references and the empirical defences: their own ``--help`` group)."""
     central = {
         e.name
         for e in schema_static.protocol_entries()
-        if e.privacy_model in ("central", "empirical")
+        if e.privacy_model in ("central", "empirical", "none")
     }
     params = schema_static.parameters()
     return {name for name, (_p, users) in params.items() if set(users) <= central}

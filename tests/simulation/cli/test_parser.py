@@ -109,3 +109,18 @@ def test_a_type_error_is_one_line_not_the_usage(capsys):
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and "\n" not in err and "usage:" not in err
     assert "--epsilon: invalid float value: 'lots'" in err
+
+
+def test_run_help_files_the_non_private_references_under_no_privacy():
+    """A class registered under a private name and its non-private reference is filed by the
+    built protocol's privacy model: dpar-nodp and dpr-nodp are upper bounds, not central DP;
+    the random edge baselines are empirical (no DP)."""
+    from ldpgraph.simulation.cli.run_flags import protocol_help
+
+    text = protocol_help()["protocol"]
+    central, none = text.index("[CENTRAL DP"), text.index("[NO PRIVACY")
+    empirical = text.index("[EMPIRICAL")
+    assert central < text.index("dpar-gm:") < none < empirical
+    assert none < text.index("dpar-nodp:") < empirical
+    assert none < text.index("dpr-nodp:") < empirical
+    assert empirical < text.index("edge-delete:") and empirical < text.index("edge-random:")
