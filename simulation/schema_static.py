@@ -51,12 +51,17 @@ class ProtocolEntry:
 #: The packages whose modules declare the table's contents (protocol parameters, metric
 #: settings): the table is used only while their sources hash to what it was generated from.
 SOURCES = ("ldpgraph.protocols", "ldpgraph.server.evaluation")
+#: Single modules the early checks' figures also come from (the clients' smallest charge, the
+#: run configuration's defaults, the synthetic graph's sizes), relative to the package root:
+#: read as files, so hashing them imports nothing (a package's ``__init__`` may import NumPy).
+SOURCE_FILES = ("client/refusals.py", "simulation/config.py", "simulation/datasets/synthetic.py")
 _FRESH: list[bool] = []
 
 
 def source_hash() -> str:
-    """SHA-256 of every module of :data:`SOURCES` (relative path and text, sorted): what the
-    table was generated from. Found without importing them (~10 ms for ~100 files)."""
+    """SHA-256 of every module of :data:`SOURCES` (relative path and text, sorted) and of
+    :data:`SOURCE_FILES`: what the table was generated from. Found without importing them
+    (~10 ms for ~100 files)."""
     import hashlib
     import importlib.util
 
@@ -68,6 +73,10 @@ def source_hash() -> str:
             for path in sorted(root.rglob("*.py")):
                 digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
                 digest.update(path.read_bytes())
+    root = Path(__file__).resolve().parent.parent
+    for name in SOURCE_FILES:
+        digest.update(f"ldpgraph/{name}\0".encode())
+        digest.update((root / name).read_bytes())
     return digest.hexdigest()
 
 

@@ -105,3 +105,18 @@ def test_a_table_that_lags_the_sources_is_not_used(tmp_path):
         said[state] = done.stdout
     assert said["fresh"].startswith("2 ") and "no parameter --tau" in said["fresh"]
     assert said["stale"].startswith("2 ") and "not a usable" in said["stale"], said
+
+
+def test_the_hash_covers_the_modules_of_the_early_figures():
+    """The early checks' figures come from the clients' smallest charge, RunConfig's defaults
+    and the synthetic graph's sizes: a change in any of them makes the table stale."""
+    import inspect
+    from pathlib import Path
+
+    from ldpgraph.client import refusals
+    from ldpgraph.simulation import config, schema_static
+    from ldpgraph.simulation.datasets import synthetic
+
+    root = Path(schema_static.__file__).resolve().parent.parent
+    hashed = {(root / name).resolve() for name in schema_static.SOURCE_FILES}
+    assert {Path(inspect.getfile(m)).resolve() for m in (refusals, config, synthetic)} == hashed
