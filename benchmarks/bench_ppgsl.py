@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import math
 import subprocess
@@ -34,7 +35,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("ppgsl_sparse", "ppgsl_surrogate", "ppgsl_model")  # in import order
+FILES = (
+    "ppgsl_sparse",
+    "ppgsl_surrogate",
+    "ppgsl_lanes",
+    "ppgsl_negatives",
+    "ppgsl_model",
+)  # import order
 
 
 def _load_learner(module_dir: str | None):
@@ -88,7 +95,8 @@ def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
     tiny = Params({**defaults, "ppgsl_epochs": 1, "ppgsl_attack_epochs": 1, "ppgsl_mu": 1})
     p = Params({**defaults, "ppgsl_epochs": args.n2, "ppgsl_attack_epochs": args.n1,
                 "ppgsl_mu": args.mu})  # fmt: skip
-    lanes = {} if module_dir is not None else {"lanes": args.lanes}  # earlier learners: one
+    # an earlier learner without lanes runs on one core
+    lanes = {"lanes": args.lanes} if "lanes" in inspect.signature(learn).parameters else {}
     learn(public, sensitive, x, n, tiny, args.seed, num_threads=args.threads, **lanes)
     cpu, main, wall = time.process_time(), time.thread_time(), time.perf_counter()
     learned = learn(public, sensitive, x, n, p, args.seed, num_threads=args.threads, **lanes)
