@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = '5a0eeca5d486f1c5a10b63d9e5954d33e7876c36ac81fc99bbb2282b61415510'
+SOURCE_HASH = '67bccacb79b2fbd89d6f1bff49b9d5807836ec71337f7987da9b5a3bbc12c499'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),
