@@ -249,7 +249,8 @@ def main() -> None:
             sides[f"before ({args.before})"] = tmp
         sides["now"] = None
         runs: dict[str, list[dict]] = {name: [] for name in sides}
-        used = 0.0  # the children's CPU so far (getrusage sums every child that ended)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # sums every child that ended
+        used = ru.ru_utime + ru.ru_stime  # git's, before the runs
         for _ in range(args.reps):
             for name, module_dir in sides.items():
                 if not args.run:
