@@ -12,6 +12,16 @@ that neither inherits the other's state (torch's imports, the allocator's settin
 compares the two learned graphs: the largest weight difference, and one shared Bernoulli draw
 on each (released edges, pairs that differ).
 
+``--run`` measures the whole ``ldpgraph run --dataset cora-ml --protocol ppgsl --backend local
+--trust-curator --seeded`` instead (loading, the learner, the default metric's GCN), each in its
+own process: wall and CPU seconds, the CPU seconds of each of its threads (sampled from
+``/proc``, Linux; the first row is the main thread: loading, lane 0, the training's first torch
+thread), the run's stage timings and test accuracy, and its fingerprint (``--seeded``: the same
+release gives the same fingerprint). With ``--before REV`` the other run is the same command
+with ``ppgsl.learn`` replaced by that commit's learner (everything else is the tree's)::
+
+    python benchmarks/bench_ppgsl.py --run --before db02553     # the issue's command, twice
+
 CPU seconds (``time.process_time``, both lanes) are the figure to compare on a shared machine:
 wall time there counts the other jobs too, and CPU time itself rises with the load, so only
 ratios from one command compare. "lane 0's CPU s" is the calling thread's CPU time
@@ -23,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,7 +47,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("ppgsl_sparse", "ppgsl_surrogate", "ppgsl_model")  # in import order
+FILES = (
+    "ppgsl_sparse",
+    "ppgsl_surrogate",
+    "ppgsl_lanes",
+    "ppgsl_negatives",
+    "ppgsl_model",
+)  # import order
 
 
 def _load_learner(module_dir: str | None):
@@ -88,7 +107,8 @@ def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
     tiny = Params({**defaults, "ppgsl_epochs": 1, "ppgsl_attack_epochs": 1, "ppgsl_mu": 1})
     p = Params({**defaults, "ppgsl_epochs": args.n2, "ppgsl_attack_epochs": args.n1,
                 "ppgsl_mu": args.mu})  # fmt: skip
-    lanes = {} if module_dir is not None else {"lanes": args.lanes}  # earlier learners: one
+    # an earlier learner without lanes runs on one core
+    lanes = {"lanes": args.lanes} if "lanes" in inspect.signature(learn).parameters else {}
     learn(public, sensitive, x, n, tiny, args.seed, num_threads=args.threads, **lanes)
     cpu, main, wall = time.process_time(), time.thread_time(), time.perf_counter()
     learned = learn(public, sensitive, x, n, p, args.seed, num_threads=args.threads, **lanes)
@@ -99,6 +119,91 @@ def measure(args: argparse.Namespace, module_dir: str | None) -> dict:
         "attack_loss": learned.log["attack_loss"],
         "shape": [n, len(public), len(sensitive), len(learned.pairs)],
     }  # fmt: skip
+
+
+def run_argv(args: argparse.Namespace) -> list[str]:
+    """The whole run's command line (the learner's sizes only where they are not the defaults)."""
+    argv = ["run", "--dataset", args.dataset, "--protocol", "ppgsl", "--backend", "local",
+            "--trust-curator", "--seeded", "--seed", str(args.seed), "--quiet",
+            "--json"]  # fmt: skip
+    for flag, value, default in (("--ppgsl-epochs", args.n2, 500),
+                                 ("--ppgsl-attack-epochs", args.n1, 500),
+                                 ("--ppgsl-mu", args.mu, 50)):  # fmt: skip
+        if value != default:
+            argv += [flag, str(value)]
+    return argv
+
+
+def run_child(args: argparse.Namespace) -> None:
+    """The whole run in this process, with an earlier commit's learner when ``--module-dir``."""
+    from ldpgraph.protocols.central import ppgsl
+    from ldpgraph.simulation.cli import main as cli_main
+
+    if args.module_dir is not None:
+        ppgsl.learn = _load_learner(args.module_dir)
+    raise SystemExit(cli_main(run_argv(args)))
+
+
+def _thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of ``pid`` now."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def measure_run(args: argparse.Namespace, module_dir: str | None) -> dict:
+    """One whole run in a child process, its threads' CPU sampled every 0.1 s."""
+    cmd = [sys.executable, __file__, "--run-child", "--dataset", args.dataset, "--n2",
+           str(args.n2), "--n1", str(args.n1), "--mu", str(args.mu), "--seed",
+           str(args.seed)]  # fmt: skip
+    if module_dir is not None:
+        cmd += ["--module-dir", module_dir]
+    wall = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+        threads: dict[int, float] = {}
+        while child.poll() is None:
+            try:
+                threads.update(_thread_cpu(child.pid))
+            except OSError:  # it ended between the poll and the read
+                pass
+            time.sleep(0.1)
+        wall = time.perf_counter() - wall
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if child.returncode:
+            raise SystemExit(f"bench_ppgsl: a whole run failed:\n{child.stderr.read()[-3000:]}")
+        out.seek(0)
+        record = json.loads(out.read())
+    main = threads.pop(child.pid, 0.0)
+    others = sorted((c for c in threads.values() if c >= 0.05), reverse=True)
+    return {"wall": wall, "rusage": ru.ru_utime + ru.ru_stime, "main": main, "others": others,
+            "timings": record.get("timings", {}), "fingerprint": record.get("fingerprint", ""),
+            "test": (record.get("accuracy") or {}).get("test"),
+            "released": (record.get("release") or {}).get("released_edges")}  # fmt: skip
+
+
+def report_runs(runs: dict[str, list[dict]]) -> None:
+    """The whole runs' table (CPU of all children is cumulative: each row takes its own)."""
+    print("| run | wall s | CPU s | main thread's CPU s | other threads' CPU s | load s | "
+          "reconstruct s | train s | total s | released edges | test acc. | "
+          "fingerprint |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, results in runs.items():
+        for r in results:
+            t = r["timings"]
+            test = "-" if r["test"] is None else f"{100 * r['test']:.2f} %"
+            others = " + ".join(f"{c:.1f}" for c in r["others"]) or "0"
+            print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['main']:.1f} | {others} | "
+                  f"{t.get('load', 0):.2f} | {t.get('reconstruct', 0):.1f} | "
+                  f"{t.get('train', 0):.1f} | {t.get('total', 0):.1f} | {r['released']} | "
+                  f"{test} | {r['fingerprint'][:12]} |")  # fmt: skip
 
 
 def _child(args: argparse.Namespace, module_dir: str | None) -> dict:
@@ -124,12 +229,16 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, default=2, help="the learner's CPU lanes (1 or 2)")
     parser.add_argument("--before", metavar="REV", help="also run the learner of this commit")
     parser.add_argument("--reps", type=int, default=1, help="runs of each learner (default 1)")
+    parser.add_argument("--run", action="store_true", help="the whole `ldpgraph run` instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--run-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--module-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args, args.module_dir)))
         return
+    if args.run_child:
+        run_child(args)
 
     iterations = args.n2 + math.ceil(args.n2 / args.mu) * args.n1
     full = 500 + math.ceil(500 / 50) * 500
@@ -140,9 +249,20 @@ def main() -> None:
             sides[f"before ({args.before})"] = tmp
         sides["now"] = None
         runs: dict[str, list[dict]] = {name: [] for name in sides}
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # sums every child that ended
+        used = ru.ru_utime + ru.ru_stime  # git's, before the runs
         for _ in range(args.reps):
             for name, module_dir in sides.items():
-                runs[name].append(_child(args, module_dir))
+                if not args.run:
+                    runs[name].append(_child(args, module_dir))
+                    continue
+                got = measure_run(args, module_dir)
+                got["cpu"], used = got["rusage"] - used, got["rusage"]
+                runs[name].append(got)
+    if args.run:
+        print(f"the whole run: ldpgraph {' '.join(run_argv(args))}")
+        report_runs(runs)
+        return
     n, public, sensitive, pairs = runs["now"][0]["shape"]
     print(f"{args.dataset}: {n} nodes, {public} public edges, {sensitive} sensitive, {pairs} "
           f"parameterised pairs; N2 {args.n2}, N1 {args.n1}, mu {args.mu} ({iterations} "

@@ -133,10 +133,60 @@ def _row_sums(cols: Any, crow: Any, values: Any) -> list[_RowSum]:
     return [_RowSum(cols, crow, values, r0, r1) for r0, r1 in _halves(crow)]
 
 
+class _SplitAdam:
+    """torch's fused Adam step (``torch._fused_adam_``, the kernel ``Adam(fused=True).step()``
+    calls) applied to row ranges of a weight: the kernel is elementwise, so the rows updated by
+    two calls on two lanes are the rows one call updates, bit for bit (a test holds it). Used
+    only for the optimizer it mirrors: one parameter group, fused, no AMSGrad, maximize,
+    capturable, differentiable or tensor lr; the state (``step``, ``exp_avg``,
+    ``exp_avg_sq``) is the optimizer's own, created by its first ``step()``."""
+
+    def __init__(self, opt: Any) -> None:
+        self.opt = opt
+        self.group = opt.param_groups[0]
+
+    @staticmethod
+    def usable(opt: Any) -> bool:
+        if not isinstance(opt, torch.optim.Adam) or len(opt.param_groups) != 1:
+            return False
+        g = opt.param_groups[0]
+        plain = not any(
+            g.get(key, False)
+            for key in ("amsgrad", "maximize", "capturable", "differentiable", "foreach")
+        )
+        decoupled = g.get("decoupled_weight_decay", False)
+        return bool(g.get("fused")) and plain and not decoupled and not torch.is_tensor(g["lr"])
+
+    def ready(self) -> bool:
+        """Whether the optimizer's state exists (after its first ``step()``)."""
+        return all(len(self.opt.state[p]) > 0 for p in self.group["params"])
+
+    def count(self) -> None:
+        """One step more on every parameter's counter (before the kernels read it)."""
+        torch._foreach_add_([self.opt.state[p]["step"] for p in self.group["params"]], 1)
+
+    def update(self, params: list, rows: tuple[int, int] | None = None) -> None:
+        """The step on ``params`` (whole), or on the rows ``[r0, r1)`` of the one in ``params``."""
+        state, g = self.opt.state, self.group
+        cut = (lambda t: t) if rows is None else (lambda t: t[rows[0] : rows[1]])
+        beta1, beta2 = g["betas"]
+        with torch.no_grad():
+            torch._fused_adam_(
+                [cut(p) for p in params], [cut(p.grad) for p in params],
+                [cut(state[p]["exp_avg"]) for p in params],
+                [cut(state[p]["exp_avg_sq"]) for p in params], [],
+                [state[p]["step"] for p in params],
+                amsgrad=False, lr=g["lr"], beta1=beta1, beta2=beta2,
+                weight_decay=g["weight_decay"], eps=g["eps"], maximize=False,
+                grad_scale=None, found_inf=None,
+            )  # fmt: skip
+
+
 class LaneTrainer(SurrogateTrainer):
     """:class:`.ppgsl_surrogate.SurrogateTrainer` with each epoch's pieces split over two
-    :class:`Lanes`; the same results bit for bit (``forward_backward`` is replaced, the
-    optimizer step is the same)."""
+    :class:`Lanes`; the same results bit for bit (``forward_backward`` is replaced; the
+    optimizer's step is the same fused Adam, run on W₁'s row halves by the lanes that computed
+    those rows of its gradient)."""
 
     def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -150,10 +200,27 @@ class LaneTrainer(SurrogateTrainer):
         if isinstance(self.x, SparseFeatures):
             self.x_rows = _row_sums(self.x.rows.cols, self.x.rows.crow, self.x.rows.values)
             self.x_cols = _row_sums(self.x.cols.cols, self.x.cols.crow, self.x.cols.values)
+            self.feature_halves = tuple((s.r0, s.r1) for s in self.x_cols)
+        else:
+            f = self.x.shape[1]
+            self.feature_halves = ((0, f // 2), (f // 2, f))
         half = n // 2
         self.node_halves = ((0, half), (half, n))
-        f = self.x.shape[1]
-        self.feature_halves = ((0, f // 2), (f // 2, f))
+        self.adam = _SplitAdam(self.opt) if _SplitAdam.usable(self.opt) else None
+        # the epoch's buffers, reused (every element is written before it is read)
+        w1, w2 = self.weights[0], self.weights[2]
+        h1, h2, k = w1.shape[1], w2.shape[1], self.k
+        new = w1.new_empty
+        self.buf = {
+            "xw": new(n, h1), "h": new(n, h1), "hw": new(n, h2), "z": new(n, h2),
+            "zn": new(n, h2), "norm": new(n, 1), "p": new(2 * k), "gs": new(2 * k),
+            "gz": new(n, h2), "gq": new(n, h2), "gpre": new(n, h1), "back": new(n, h1),
+            "big": torch.empty(n, 1, dtype=torch.bool, device=w1.device),
+            "u": torch.empty(2 * k, dtype=torch.int64, device=w1.device),
+            "v": torch.empty(2 * k, dtype=torch.int64, device=w1.device),
+        }  # fmt: skip
+        self.buf["u"][:k] = self.pos[:, 0]
+        self.buf["v"][:k] = self.pos[:, 1]
 
     def _x_rows(self, lane: int, w1: Any, out: Any) -> None:
         """Rows of X·W₁ into ``out``."""
@@ -174,11 +241,14 @@ class LaneTrainer(SurrogateTrainer):
     def epoch(
         self, neg: torch.Tensor, with_loss: bool = True, meanwhile: Callable[[], Any] | None = None
     ) -> torch.Tensor | None:
-        """One step of the optimizer on lane 0 while lane 1 runs ``meanwhile()``."""
+        """One step of the optimizer; lane 1 runs ``meanwhile()`` during the last piece."""
         if self.lanes.lanes == 1:  # the one-core epoch itself, without the split's overhead
             return super().epoch(neg, with_loss, meanwhile)
-        loss, grads = self.forward_backward(neg, with_loss)
-        for w, g in zip(self.weights, grads, strict=True):
+        split = self.adam is not None and self.adam.ready()
+        loss, grads = self._pieces(neg, with_loss, step=split, meanwhile=meanwhile)
+        if split:
+            return loss
+        for w, g in zip(self.weights, grads, strict=True):  # the first epoch: the state
             w.grad = g
 
         def step(lane: int) -> None:
@@ -195,25 +265,33 @@ class LaneTrainer(SurrogateTrainer):
     ) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
         """:meth:`.ppgsl_surrogate.SurrogateTrainer.forward_backward` in pieces over the lanes
         (with one lane too: the test compares the pieces, run one after the other, with the
-        whole)."""
+        whole). The gradients are fresh tensors (the pieces write into reused buffers)."""
+        loss, grads = self._pieces(neg, with_loss)
+        return loss, [g.clone() for g in grads]
+
+    def _pieces(
+        self,
+        neg: torch.Tensor,
+        with_loss: bool,
+        step: bool = False,
+        meanwhile: Callable[[], Any] | None = None,
+    ) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+        """The epoch's eight pieces; with ``step`` the last one also runs the optimizer's step
+        (W₁'s rows on the lane that computed their gradient, the rest on lane 0) and lane 1
+        ``meanwhile()``."""
         w1, b1, w2, b2 = (w.detach() for w in self.weights)
-        k, n = self.k, self.n
-        new = w1.new_empty
-        xw, h, hw = new(n, w1.shape[1]), new(n, w1.shape[1]), new(n, w2.shape[1])
-        z, zn, norm = new(n, w2.shape[1]), new(n, w2.shape[1]), new(n, 1)
-        big = torch.empty(n, 1, dtype=torch.bool, device=w1.device)
-        u = torch.cat([self.pos[:, 0], neg[:, 0]])
-        v = torch.cat([self.pos[:, 1], neg[:, 1]])
-        p, gs = new(2 * k), new(2 * k)
+        k, b = self.k, self.buf
+        xw, h, hw, z, zn, norm, big = (
+            b[key] for key in ("xw", "h", "hw", "z", "zn", "norm", "big")
+        )
+        p, gs, gz, gq, gpre, back = (b[key] for key in ("p", "gs", "gz", "gq", "gpre", "back"))
+        u, v = b["u"], b["v"]
+        u[k:] = neg[:, 0]
+        v[k:] = neg[:, 1]
+        gw1 = self.weights[0].grad if step else w1.new_empty(w1.shape)
         # the pair ranges' cut: a multiple of 64, where torch's vectorised elementwise loops
         # (σ's is not the scalar tail's formula bit for bit) group both halves as the whole
         cut = min(k // 64 * 64, 2 * k)
-        gz, gq, back, gw1 = (
-            new(n, w2.shape[1]),
-            new(n, w2.shape[1]),
-            new(n, w1.shape[1]),
-            new(w1.shape),
-        )
         out: dict[str, Any] = {}
         with torch.no_grad():
 
@@ -257,28 +335,46 @@ class LaneTrainer(SurrogateTrainer):
                 dot = torch.linalg.vecdot(gzn, rows).unsqueeze(1).mul_(big[r0:r1])
                 gzn.sub_(rows.mul(dot)).div_(norm[r0:r1])
 
-            def layer2_back(lane: int) -> None:  # Âᵀ ∂L/∂z; lane 0 also ∂L/∂b₂
+            def layer2_back(lane: int) -> None:  # Âᵀ ∂L/∂z, relu's backward by rows; ∂L/∂b₂
                 if lane == 0:
                     out["gb2"] = gz.sum(0)
-                self.a_hat_t[lane].into(gz, gq)
-
-            def weights2(lane: int) -> None:  # lane 0 ∂L/∂W₂, lane 1 relu's backward
-                if lane == 0:
-                    out["gw2"] = h.t() @ gq
-                else:
-                    out["gpre"] = torch.ops.aten.threshold_backward(gq @ w2.t(), h, 0.0)
+                s = self.a_hat_t[lane]
+                rows = s.into(gz, gq)
+                torch.mm(rows, w2.t(), out=gpre[s.r0 : s.r1])
+                gpre[s.r0 : s.r1] = torch.ops.aten.threshold_backward(
+                    gpre[s.r0 : s.r1], h[s.r0 : s.r1], 0.0
+                )
 
             def layer1_back(lane: int) -> None:  # Âᵀ ∂L/∂pre; lane 0 also ∂L/∂b₁
                 if lane == 0:
-                    out["gb1"] = out["gpre"].sum(0)
-                self.a_hat_t[lane].into(out["gpre"], back)
+                    out["gb1"] = gpre.sum(0)
+                self.a_hat_t[lane].into(gpre, back)
 
-            def weights1(lane: int) -> None:  # ∂L/∂W₁ = Xᵀ Âᵀ ∂L/∂pre, by feature rows
+            def weights(lane: int) -> None:
+                """∂L/∂W₁ = Xᵀ Âᵀ ∂L/∂pre by feature rows; lane 0 also ∂L/∂W₂ (a reduction
+                over rows: whole). With ``step``: each lane's rows of W₁ stepped, lane 0 the
+                other weights, lane 1 ``meanwhile()``."""
+                if lane == 0:
+                    out["gw2"] = h.t() @ gq
                 self._x_t_rows(lane, back, gw1)
+                if not step:
+                    return
+                assert self.adam is not None
+                self.adam.update([self.weights[0]], self.feature_halves[lane])
+                if lane == 0:
+                    rest = self.weights[1:]
+                    for w, g in zip(rest, (out["gb1"], out["gw2"], out["gb2"]), strict=True):
+                        w.grad = g
+                    self.adam.update(rest)
+                elif meanwhile is not None:
+                    meanwhile()
 
-            for step in (layer1, layer2, head, scores, unit_grad, layer2_back, weights2,
-                         layer1_back, weights1):  # fmt: skip
-                self.lanes.both(step)
+            for piece in (layer1, layer2, head, scores, unit_grad, layer2_back, layer1_back):
+                self.lanes.both(piece)
+            if step:
+                assert self.adam is not None
+                self.adam.count()  # every counter one step on, before the kernels read them
+            self.lanes.both(weights)
             loss = None
             if with_loss:
                 pc = p.clamp(CLAMP, 1 - CLAMP)

@@ -86,7 +86,9 @@ class _Spmm(torch.autograd.Function):
     def forward(ctx: Any, values: torch.Tensor, h: torch.Tensor, pattern: CsrPattern) -> Any:
         ctx.save_for_backward(values, h)
         ctx.pattern = pattern
-        return pattern.mm(values, h)
+        # detached: embedding_bag picks its forward-only kernel from the inputs' requires_grad
+        # flags, not from grad mode (the same sums, without the bookkeeping autograd needs)
+        return pattern.mm(values.detach(), h.detach())
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> Any:

@@ -1,7 +1,8 @@
 """PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py, issue 35): every
 epoch's loss, gradients and the weights after the optimizer's steps equal the one-core
 trainer's bit for bit (``torch.equal``), with one lane or two, for sparse (valued), identity
-and dense features; a lane's error reaches the caller."""
+and dense features, with torch's fused Adam stepped by row halves on the lanes and with another
+optimizer stepped whole; a lane's error reaches the caller."""
 
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ def _setting(features: str, seed: int):
     return xt, prop, w, pos, target, negs
 
 
-def _train(trainer_cls, features, seed, **kwargs):
+def _train(trainer_cls, features, seed, fused=True, **kwargs):
     xt, prop, w, pos, target, negs = _setting(features, seed)
     gen = torch.Generator().manual_seed(seed)
     model = pg.Surrogate(xt.shape[1], gen, "cpu")
-    opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=True)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=fused)
     initial = [t.detach().clone() for t in model.weights]
     trainer = trainer_cls(model.weights, xt, prop.fixed(w), pos, target, opt, **kwargs)
+    if trainer_cls is LaneTrainer:  # the lanes step W₁'s halves with torch's fused kernel
+        assert (trainer.adam is not None) == fused
     losses, grads = [], []
     for neg in negs:
         loss, g = trainer.forward_backward(neg)
@@ -66,6 +69,14 @@ def test_the_lanes_epoch_is_the_one_core_epoch_bit_for_bit(features, lanes):
             assert r.abs().max() > 0 and torch.equal(g, r)
     for a, b in zip(weights, ref_weights, strict=True):
         assert torch.equal(a, b)
+
+
+def test_without_the_fused_optimizer_the_lanes_step_it_whole_bit_for_bit():
+    ref_losses, _, ref_weights = _train(SurrogateTrainer, "sparse", 1, fused=False)
+    with Lanes(2) as lane_pool:
+        losses, _, weights = _train(LaneTrainer, "sparse", 1, fused=False, lanes=lane_pool)
+    assert all(torch.equal(a, b) for a, b in zip(losses, ref_losses, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(weights, ref_weights, strict=True))
 
 
 def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
