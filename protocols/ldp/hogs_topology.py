@@ -17,7 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..progress import stage, steps
+from . import hogs_fused
 from .blocks import map_blocks
+from .hogs_fused import FusedAverage
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
@@ -36,12 +38,15 @@ LSH_SCORE_KEYS = 1 << 22
 class TopologyResult:
     """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors; i and j
     are int32 where n < 2^31 (:func:`.similarity_lsh.index_dtype`): cast before forming
-    i·n + j."""
+    i·n + j. When the one-step feature reconstruction was fused into the scoring
+    (:mod:`.hogs_fused`), ``features`` holds its rows and the pairs are only those with
+    P_ij ≥ the edge threshold τ."""
 
     i: np.ndarray
     j: np.ndarray
     prob: np.ndarray
     stats: dict[str, Any]
+    features: np.ndarray | None = None
 
 
 @dataclass
@@ -54,13 +59,28 @@ class _Scorer:
     p: float
     threshold: float
     mu: float
+    #: The rows Algorithm 3 averages, when its one step may be fused into the scoring
+    #: (:mod:`.hogs_fused`): once more than ``fuse_pairs`` kept pairs are held, the pairs with
+    #: P ≥ 0.5 are summed into per-row accumulators as they are scored and only those with
+    #: P ≥ ``tau`` (the edges) are held.
+    fuse_x0: np.ndarray | None = None
+    tau: float = 1.0
+    fuse_pairs: int = 0
+    #: Whether the silent nodes' own join runs (two or more silent nodes): their pairs then
+    #: come from it alone into the fused sums (a join may find them too).
+    silent_join: bool = False
 
     def __post_init__(self) -> None:
         #: Kept pairs as (i·n + j int64 keys, P_ij): the reported pairs' in row-major order
-        #: (sorted, unique), the unreported ones apart (disjoint from them).
+        #: (sorted, unique), the unreported ones apart (disjoint from them). Once fused, only
+        #: the edges (P ≥ tau).
         self.reported_parts: list[Kept] = []
         self.unreported_parts: list[Kept] = []
+        self.silent_parts: list[Kept] = []
         self.n_reported = 0
+        self.held = 0
+        self.fused: FusedAverage | None = None
+        self.counted = 0  # kept pairs, once fused (each once)
 
     def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
         """One block's reported pairs with P_ij ≥ threshold: (i, j, P_ij). ``dots`` holds the
@@ -85,22 +105,85 @@ class _Scorer:
     def add(self, size: int, part: Scored) -> None:
         self.n_reported += size
         i, j, prob = part
+        if self.fused is not None:
+            self._absorb(i, j, prob, joined=False, reported=True)
+            return
         self.reported_parts.append((i * self.pairs.n + j, prob))
+        self._held(i.size)
 
-    def add_unreported(self, ci: np.ndarray, cj: np.ndarray) -> None:
-        """Score candidate pairs that no node reported (every arrived bit a 0)."""
+    def add_unreported(self, ci: np.ndarray, cj: np.ndarray, silent: bool = False) -> None:
+        """Score candidate pairs that no node reported (every arrived bit a 0); ``silent``:
+        the silent nodes' own join's pairs."""
         fresh = ~self.pairs.has(ci, cj)
         ci, cj = ci[fresh].astype(np.int64), cj[fresh].astype(np.int64)
         zeros = self.observed[ci].astype(np.int64) + self.observed[cj]
         prob = posterior(self.features.cosine(ci, cj), np.zeros_like(zeros), zeros, self.p, self.mu)
         keep = prob >= self.threshold
-        self.unreported_parts.append((ci[keep] * self.pairs.n + cj[keep], prob[keep]))
+        ci, cj, prob = ci[keep], cj[keep], prob[keep]
+        if silent and self.fused is not None:
+            self.silent_parts.append((ci * self.pairs.n + cj, prob))
+        elif self.fused is not None:
+            self._absorb(ci, cj, prob, joined=True)
+        else:
+            self.unreported_parts.append((ci * self.pairs.n + cj, prob))
+            if not silent:  # the silent pairs come last: no switch with them held
+                self._held(ci.size)
+
+    def _held(self, count: int) -> None:
+        """Count newly held kept pairs; past ``fuse_pairs``, fuse (:meth:`_fuse`)."""
+        self.held += count
+        if self.fuse_x0 is not None and self.fused is None and self.held > self.fuse_pairs:
+            self._fuse()
+
+    def _fuse(self) -> None:
+        """Switch to the fused sums: the pairs held so far go into them (the reported ones
+        part by part, the joined ones once each), and only their edges stay held."""
+        stage(f"HoGS: {self.held} kept pairs held; one-step features fused into the scoring")
+        self.fused = FusedAverage.of(self.fuse_x0)
+        n = self.pairs.n
+        reported, self.reported_parts = self.reported_parts, []
+        while reported:
+            key, prob = reported.pop(0)
+            self._absorb(key // n, key % n, prob, joined=False, reported=True)
+            del key, prob
+        key, prob = _concat(self.unreported_parts)
+        self.unreported_parts = []
+        key, prob = _sorted_unique(key, prob)
+        self._absorb(key // n, key % n, prob, joined=True)
+
+    def _absorb(
+        self, i: np.ndarray, j: np.ndarray, prob: np.ndarray, joined: bool, reported: bool = False
+    ) -> None:
+        """Fused: the pairs (each once; all P ≥ threshold) into the sums, their edges held
+        with the reported or the unreported pairs. A ``joined`` pair of two silent nodes is
+        left to the silent nodes' join (it finds every such pair that passes), so that none is
+        summed twice."""
+        assert self.fused is not None
+        if joined and self.silent_join:
+            own = self.observed[i] | self.observed[j]
+            self.counted += int(own.sum())
+            self.fused.add(i[own], j[own], prob[own])
+        else:
+            self.counted += int(i.size)
+            self.fused.add(i, j, prob)
+        edge = prob >= self.tau
+        kept = (i[edge] * self.pairs.n + j[edge], prob[edge])
+        (self.reported_parts if reported else self.unreported_parts).append(kept)
+
+    def kept_pairs(self, key: np.ndarray) -> int:
+        """The kept pairs' count (P ≥ threshold), fused or not."""
+        return self.counted if self.fused is not None else int(key.size)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every kept pair once, as sorted keys and their P_ij: the reported pairs' sorted run
-        and the unreported pairs' merged (the two sets are disjoint; a pair found twice, by two
-        LSH bands or by the join and the silent nodes' join, has the same P_ij both times).
-        Memory: about 16 bytes a kept pair beside the parts, never a second set of (i, j, P)."""
+        """Every kept pair once (once fused: every edge), as sorted keys and their P_ij: the
+        reported pairs' sorted run and the unreported pairs' merged (the two sets are disjoint;
+        a pair found twice, by two LSH bands or by the join and the silent nodes' join, has the
+        same P_ij both times). Memory: about 16 bytes a kept pair beside the parts, never a
+        second set of (i, j, P)."""
+        if self.silent_parts:  # fused: the silent nodes' pairs, once each, into the sums
+            sk, sp_ = _sorted_unique(*_concat(self.silent_parts))
+            self.silent_parts = []
+            self._absorb(sk // self.pairs.n, sk % self.pairs.n, sp_, joined=False)
         rk, rp = _concat(self.reported_parts)
         self.reported_parts = []
         rk, rp = _sorted_unique(rk, rp)
@@ -161,6 +244,9 @@ def reconstruct_topology(
     join: str = "auto",
     seed: int = 0,
     ring: int = LSH_RING,
+    fuse_features: np.ndarray | None = None,
+    tau: float | None = None,
+    fuse_pairs: int | None = None,
 ) -> TopologyResult:
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
     the probability a node kept each reported 1 (asymmetric RR, :func:`.posterior.likelihoods`).
@@ -186,11 +272,29 @@ def reconstruct_topology(
         seed: the curator's own seed for the LSH join's hashing (post-processing).
         ring: the LSH join's rows per row and band in over-full buckets
             (:data:`.similarity_lsh.RING`).
+        fuse_features: the n × d rows of Algorithm 3's one step (l = 1), to fuse it into the
+            scoring once more than ``fuse_pairs`` kept pairs are held (:mod:`.hogs_fused`):
+            then ``features`` of the result holds the one-step rows, and its pairs are only
+            those with P ≥ ``tau``. None: never fused.
+        tau: the edge threshold (with ``fuse_features``; default ``threshold``).
+        fuse_pairs: kept pairs held before fusing (default
+            :data:`.hogs_fused.FUSE_KEPT_PAIRS`).
     """
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
-    scorer = _Scorer(pairs, observed, features, p, threshold, mu)
     n = pairs.n
     n_obs = int(observed.sum())
+    scorer = _Scorer(
+        pairs,
+        observed,
+        features,
+        p,
+        threshold,
+        mu,
+        fuse_x0=fuse_features,
+        tau=threshold if tau is None else tau,
+        fuse_pairs=hogs_fused.FUSE_KEPT_PAIRS if fuse_pairs is None else fuse_pairs,
+        silent_join=n - n_obs >= 2,
+    )
     t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)
     candidates = []
     joined_lsh = 0
@@ -212,25 +316,31 @@ def reconstruct_topology(
         mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
         candidates.append((missing[mi], missing[mj]))
     joined = joined_lsh
-    for ci, cj in candidates:
+    for k, (ci, cj) in enumerate(candidates):
         joined += ci.size
-        scorer.add_unreported(ci, cj)
+        scorer.add_unreported(ci, cj, silent=n - n_obs >= 2 and k == len(candidates) - 1)
+    del candidates
     stage("HoGS: merging the kept pairs")
     key, prob = scorer.result()
     stats = {
         "reported_pairs": int(scorer.n_reported),
         "joined_pairs": int(joined),
-        "kept_pairs": int(key.size),
+        "kept_pairs": scorer.kept_pairs(key),
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
+    x_fused = None
+    if scorer.fused is not None:
+        stats["features"] = "fused"
+        x_fused = scorer.fused.features()
+        scorer.fused = None
     # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
     # pairs): the key's buffer is reused for i, so no third int64 array is ever held.
     small = index_dtype(n)
     j = (key % n).astype(small)
     i = np.floor_divide(key, n, out=key).astype(small, copy=False)
     del key
-    return TopologyResult(i, j, prob, stats)
+    return TopologyResult(i, j, prob, stats, x_fused)
 
 
 def _score_lsh(scorer: _Scorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
