@@ -20,6 +20,7 @@ from ..progress import stage, steps
 from . import hogs_fused
 from .blocks import map_blocks
 from .hogs_fused import FusedAverage
+from .packed_keys import PackedKeys
 from .posterior import posterior, similarity_threshold
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
@@ -355,29 +356,40 @@ def _score_lsh(scorer: _Scorer, t_join: float, seed: int, ring: int = LSH_RING) 
         return 0
     joiner = lsh_joiner(features, t_join, seed, ring=ring)
     items = list(range(joiner.bands))
-    bands = list(
-        steps(map_blocks(joiner.band_keys, items), "similarity join: LSH band", len(items))
-    )
-    total = sum(int(b.size) for b in bands)
+    packed = _PackedBand(joiner)
+    bands = list(steps(map_blocks(packed.keys, items), "similarity join: LSH band", len(items)))
+    total = sum(b.size for b in bands)
     if total == 0:
         return 0
     # Range bounds from the largest band's quantiles: ~LSH_SCORE_KEYS keys a range over all
     # bands (the bands are alike: same hashing law, other draws).
     ref = max(bands, key=lambda b: b.size)
     stride = max(1, LSH_SCORE_KEYS * ref.size // max(total, 1))
-    bounds = np.concatenate([[0], ref[stride::stride], [np.iinfo(np.int64).max]])
+    inner = ref.at(np.arange(stride, ref.size, stride, dtype=np.int64))
+    bounds = np.concatenate([[0], inner, [np.iinfo(np.int64).max]])
     joined = 0
     n = scorer.pairs.n
     for lo, hi in steps(
         zip(bounds[:-1], bounds[1:], strict=True), "LSH pairs: key range", bounds.size - 1
     ):
-        part = [b[np.searchsorted(b, lo) : np.searchsorted(b, hi)] for b in bands]
+        part = [b.keys(b.searchsorted(lo), b.searchsorted(hi)) for b in bands]
         key = unique_sorted(np.concatenate(part))
         del part
         joined += key.size
         if key.size:
             scorer.add_unreported(key // n, key % n)
     return joined
+
+
+@dataclass
+class _PackedBand:
+    """One LSH band's verified keys, packed where they are computed (4 bytes a key held
+    instead of 8: :mod:`.packed_keys`); picklable, for :func:`.blocks.map_blocks`."""
+
+    joiner: Any
+
+    def keys(self, index: int) -> PackedKeys:
+        return PackedKeys.pack(self.joiner.band_keys(index))
 
 
 def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: float):
