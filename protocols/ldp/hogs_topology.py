@@ -147,10 +147,13 @@ class _Scorer:
             key, prob = reported.pop(0)
             self._absorb(key // n, key % n, prob, joined=False, reported=True)
             del key, prob
-        key, prob = _concat(self.unreported_parts)
-        self.unreported_parts = []
-        key, prob = _sorted_unique(key, prob)
-        self._absorb(key // n, key % n, prob, joined=True)
+        # The joined parts are disjoint (the LSH key ranges, or one exact join's pairs; only
+        # the silent nodes' join repeats pairs, and it is held apart): one part at a time.
+        joined, self.unreported_parts = self.unreported_parts, []
+        while joined:
+            key, prob = joined.pop(0)
+            self._absorb(key // n, key % n, prob, joined=True)
+            del key, prob
 
     def _absorb(
         self, i: np.ndarray, j: np.ndarray, prob: np.ndarray, joined: bool, reported: bool = False
