@@ -308,7 +308,8 @@ def reconstruct_topology(
     else:
         # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
         bounds = list(pairs.block_bounds(block_entries, block_rows))
-        for size, part in map_blocks(scorer.scored_rows, bounds):
+        done = map_blocks(scorer.scored_rows, bounds)
+        for size, part in steps(done, "HoGS: reported pairs, block", len(bounds)):
             scorer.add(size, part)
         if t_join is not None and method == "lsh":
             joined_lsh = _score_lsh(scorer, t_join, seed, ring)
