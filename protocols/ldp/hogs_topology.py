@@ -19,10 +19,10 @@ import scipy.sparse as sp
 from ..progress import stage, steps
 from . import hogs_fused
 from .blocks import map_blocks
-from .hogs_fused import FusedAverage
+from .hogs_scorer import PairScorer, Scored
 from .packed_keys import PackedKeys
-from .posterior import posterior, similarity_threshold
-from .reported_pairs import PairBlock, ReportedPairs
+from .posterior import similarity_threshold
+from .reported_pairs import ReportedPairs
 from .similarity import FeatureRows
 from .similarity_lsh import LSH_RING, choose_join, index_dtype, lsh_joiner, unique_sorted
 
@@ -30,7 +30,6 @@ log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
 R = TypeVar("R")
 
-Scored = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: Distinct LSH pairs scored at once (a key range merged across the bands).
 LSH_SCORE_KEYS = 1 << 22
 
@@ -48,192 +47,6 @@ class TopologyResult:
     prob: np.ndarray
     stats: dict[str, Any]
     features: np.ndarray | None = None
-
-
-@dataclass
-class _Scorer:
-    """The posterior of reported pairs, and the kept ones collected in order."""
-
-    pairs: ReportedPairs
-    observed: np.ndarray
-    features: FeatureRows
-    p: float
-    threshold: float
-    mu: float
-    #: The rows Algorithm 3 averages, when its one step may be fused into the scoring
-    #: (:mod:`.hogs_fused`): once more than ``fuse_pairs`` kept pairs are held, the pairs with
-    #: P ≥ 0.5 are summed into per-row accumulators as they are scored and only those with
-    #: P ≥ ``tau`` (the edges) are held.
-    fuse_x0: np.ndarray | None = None
-    tau: float = 1.0
-    fuse_pairs: int = 0
-    #: Whether the silent nodes' own join runs (two or more silent nodes): their pairs then
-    #: come from it alone into the fused sums (a join may find them too).
-    silent_join: bool = False
-
-    def __post_init__(self) -> None:
-        #: Kept pairs as (i·n + j int64 keys, P_ij): the reported pairs' in row-major order
-        #: (sorted, unique), the unreported ones apart (disjoint from them). Once fused, only
-        #: the edges (P ≥ tau).
-        self.reported_parts: list[Kept] = []
-        self.unreported_parts: list[Kept] = []
-        self.silent_parts: list[Kept] = []
-        self.n_reported = 0
-        self.held = 0
-        self.fused: FusedAverage | None = None
-        self.counted = 0  # kept pairs, once fused (each once)
-
-    def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
-        """One block's reported pairs with P_ij ≥ threshold: (i, j, P_ij). ``dots`` holds the
-        dot products of rows blk.start.. with rows blk.start.. (from
-        ``features.block_products``), else each pair's cosine is computed on its own."""
-        ri, rj = blk.i, blk.j
-        ones = blk.ones.astype(np.int64)
-        nobs = self.observed[ri].astype(np.int64) + self.observed[rj]
-        if dots is None:
-            s = self.features.cosine(ri, rj)
-        else:
-            a = blk.start
-            s = self.features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
-        prob = posterior(s, ones, nobs - ones, self.p, self.mu)
-        keep = prob >= self.threshold
-        return ri[keep], rj[keep], prob[keep]
-
-    def scored_rows(self, bounds: tuple[int, int]) -> tuple[int, Scored]:
-        blk = self.pairs.rows(*bounds)
-        return blk.i.size, self.scored(blk)
-
-    def add(self, size: int, part: Scored) -> None:
-        self.n_reported += size
-        i, j, prob = part
-        if self.fused is not None:
-            self._absorb(i, j, prob, joined=False, reported=True)
-            return
-        self.reported_parts.append((i * self.pairs.n + j, prob))
-        self._held(i.size)
-
-    def add_unreported(self, ci: np.ndarray, cj: np.ndarray, silent: bool = False) -> None:
-        """Score candidate pairs that no node reported (every arrived bit a 0); ``silent``:
-        the silent nodes' own join's pairs."""
-        fresh = ~self.pairs.has(ci, cj)
-        ci, cj = ci[fresh].astype(np.int64), cj[fresh].astype(np.int64)
-        zeros = self.observed[ci].astype(np.int64) + self.observed[cj]
-        prob = posterior(self.features.cosine(ci, cj), np.zeros_like(zeros), zeros, self.p, self.mu)
-        keep = prob >= self.threshold
-        ci, cj, prob = ci[keep], cj[keep], prob[keep]
-        if silent and self.fused is not None:
-            self.silent_parts.append((ci * self.pairs.n + cj, prob))
-        elif self.fused is not None:
-            self._absorb(ci, cj, prob, joined=True)
-        else:
-            self.unreported_parts.append((ci * self.pairs.n + cj, prob))
-            if not silent:  # the silent pairs come last: no switch with them held
-                self._held(ci.size)
-
-    def _held(self, count: int) -> None:
-        """Count newly held kept pairs; past ``fuse_pairs``, fuse (:meth:`_fuse`)."""
-        self.held += count
-        if self.fuse_x0 is not None and self.fused is None and self.held > self.fuse_pairs:
-            self._fuse()
-
-    def _fuse(self) -> None:
-        """Switch to the fused sums: the pairs held so far go into them (the reported ones
-        part by part, the joined ones once each), and only their edges stay held."""
-        stage(f"HoGS: {self.held} kept pairs held; one-step features fused into the scoring")
-        self.fused = FusedAverage.of(self.fuse_x0)
-        n = self.pairs.n
-        reported, self.reported_parts = self.reported_parts, []
-        while reported:
-            key, prob = reported.pop(0)
-            self._absorb(key // n, key % n, prob, joined=False, reported=True)
-            del key, prob
-        # The joined parts are disjoint (the LSH key ranges, or one exact join's pairs; only
-        # the silent nodes' join repeats pairs, and it is held apart): one part at a time.
-        joined, self.unreported_parts = self.unreported_parts, []
-        while joined:
-            key, prob = joined.pop(0)
-            self._absorb(key // n, key % n, prob, joined=True)
-            del key, prob
-
-    def _absorb(
-        self, i: np.ndarray, j: np.ndarray, prob: np.ndarray, joined: bool, reported: bool = False
-    ) -> None:
-        """Fused: the pairs (each once; all P ≥ threshold) into the sums, their edges held
-        with the reported or the unreported pairs. A ``joined`` pair of two silent nodes is
-        left to the silent nodes' join (it finds every such pair that passes), so that none is
-        summed twice."""
-        assert self.fused is not None
-        if joined and self.silent_join:
-            own = self.observed[i] | self.observed[j]
-            self.counted += int(own.sum())
-            self.fused.add(i[own], j[own], prob[own])
-        else:
-            self.counted += int(i.size)
-            self.fused.add(i, j, prob)
-        edge = prob >= self.tau
-        kept = (i[edge] * self.pairs.n + j[edge], prob[edge])
-        (self.reported_parts if reported else self.unreported_parts).append(kept)
-
-    def kept_pairs(self, key: np.ndarray) -> int:
-        """The kept pairs' count (P ≥ threshold), fused or not."""
-        return self.counted if self.fused is not None else int(key.size)
-
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every kept pair once (once fused: every edge), as sorted keys and their P_ij: the
-        reported pairs' sorted run and the unreported pairs' merged (the two sets are disjoint;
-        a pair found twice, by two LSH bands or by the join and the silent nodes' join, has the
-        same P_ij both times). Memory: about 16 bytes a kept pair beside the parts, never a
-        second set of (i, j, P)."""
-        if self.silent_parts:  # fused: the silent nodes' pairs, once each, into the sums
-            sk, sp_ = _sorted_unique(*_concat(self.silent_parts))
-            self.silent_parts = []
-            self._absorb(sk // self.pairs.n, sk % self.pairs.n, sp_, joined=False)
-        rk, rp = _concat(self.reported_parts)
-        self.reported_parts = []
-        rk, rp = _sorted_unique(rk, rp)
-        uk, up = _concat(self.unreported_parts)
-        self.unreported_parts = []
-        uk, up = _sorted_unique(uk, up)
-        if uk.size == 0:
-            return rk, rp
-        if rk.size == 0:
-            return uk, up
-        # Merge two sorted disjoint runs: each unreported key goes after the reported ones
-        # below it.
-        at = np.searchsorted(rk, uk) + np.arange(uk.size)
-        key = np.empty(rk.size + uk.size, dtype=np.int64)
-        prob = np.empty(key.size, dtype=np.float64)
-        theirs = np.ones(key.size, dtype=bool)
-        theirs[at] = False
-        key[at], prob[at] = uk, up
-        del uk, up
-        key[theirs], prob[theirs] = rk, rp
-        return key, prob
-
-
-Kept = tuple[np.ndarray, np.ndarray]
-
-
-def _concat(parts: list[Kept]) -> Kept:
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([k for k, _ in parts]), np.concatenate([p for _, p in parts])
-
-
-def _sorted_unique(key: np.ndarray, prob: np.ndarray) -> Kept:
-    """The keys sorted without repeats, each with the P of its first occurrence (as
-    ``np.unique(..., return_index=True)``); a run already strictly increasing is kept as is."""
-    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
-        return key, prob
-    order = np.argsort(key, kind="stable")
-    key, prob = key[order], prob[order]
-    del order
-    first = np.empty(key.size, dtype=bool)
-    first[0] = True
-    np.not_equal(key[1:], key[:-1], out=first[1:])
-    return key[first], prob[first]
 
 
 def reconstruct_topology(
@@ -287,7 +100,7 @@ def reconstruct_topology(
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
     n = pairs.n
     n_obs = int(observed.sum())
-    scorer = _Scorer(
+    scorer = PairScorer(
         pairs,
         observed,
         features,
@@ -348,13 +161,13 @@ def reconstruct_topology(
     return TopologyResult(i, j, prob, stats, x_fused)
 
 
-def _score_lsh(scorer: _Scorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
+def _score_lsh(scorer: PairScorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
     """The LSH join's pairs (:mod:`.similarity_lsh`) scored as they come, in bounded blocks:
     each band's verified pairs are held as sorted int64 keys (8 bytes a pair), then ranges of
     the key space are merged across bands, deduplicated and scored one at a time, so no
     array of every candidate pair × (i, j, cosine, posterior) is ever built. The kept pairs and
     the count of distinct joined pairs are those of :func:`.similarity_lsh.lsh_join` followed
-    by :meth:`_Scorer.add_unreported`. Returns that count."""
+    by :meth:`PairScorer.add_unreported`. Returns that count."""
     features = scorer.features
     if t_join > 1.0 or features.num_rows < 2:  # no pair can pass (as lsh_join)
         return 0
@@ -407,7 +220,7 @@ def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: flo
     return min(thresholds) if thresholds else None
 
 
-def _score_blockwise(scorer: _Scorer, t_join: float) -> tuple[np.ndarray, np.ndarray]:
+def _score_blockwise(scorer: PairScorer, t_join: float) -> tuple[np.ndarray, np.ndarray]:
     """Features too dense for prefix filtering: the dot products of all pairs, block by block,
     score the block's reported pairs and yield its join candidates (returned)."""
     features, n = scorer.features, scorer.pairs.n
@@ -435,7 +248,7 @@ class _Blockwise:
     """One block of the all-pairs join (picklable, for :func:`.blocks.map_blocks`): the block's
     dot products score its reported pairs and give its verified join pairs."""
 
-    scorer: _Scorer
+    scorer: PairScorer
     t_join: float
 
     def starts(self) -> list[int]:
