@@ -14,7 +14,9 @@ once; the denominators are float64 (8 bytes a row). Each row's sum is therefore 
 order and with float32 partial sums: the features agree with the unfused path
 (:func:`.hogs_features.reconstruct_features`) to float32 rounding, not to the bit, which is why
 the topology fuses only once the kept pairs it holds pass :data:`FUSE_KEPT_PAIRS` (never in
-the tests' and golden runs' sizes). The edges are the same pairs either way.
+the tests' and golden runs' sizes) and those that are not edges cost more than the sums
+(:func:`worth_fusing`; so never at τ ≤ 0.5, where every kept pair is an edge). The edges are
+the same pairs either way.
 """
 
 from __future__ import annotations
@@ -31,10 +33,20 @@ from .hogs_features import FR_THRESHOLD
 #: reconstruction into its scoring (~160 MB held at 16 bytes a pair; 10^6 nodes at the 10^7
 #: regime's μ keep 3.6·10^7).
 FUSE_KEPT_PAIRS = 10**7
+#: Bytes a held kept pair costs until the features are reconstructed: (i, j, P) held, ~40
+#: while the kept pairs are merged into one sorted run.
+PAIR_BYTES = 40
 #: Bytes of one chunk's gathered float64 rows (two per pair) while accumulating.
 FUSE_CHUNK_BYTES = 1 << 24
 #: The numerators' dtype (module docstring).
 FUSED_DTYPE = np.float32
+
+
+def worth_fusing(non_edges: int, n: int, d: int) -> bool:
+    """Whether the held kept pairs that are not edges (the only pairs fusing frees: the edges
+    are held either way) cost more than the sums, n·d float32 and n float64. Never where
+    τ ≤ 0.5 (HoGS's default): every kept pair is then an edge."""
+    return non_edges * PAIR_BYTES > n * (d * np.dtype(FUSED_DTYPE).itemsize + 8)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..progress import stage
-from .hogs_fused import FusedAverage
+from .hogs_fused import FusedAverage, worth_fusing
 from .posterior import posterior
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
@@ -36,6 +36,9 @@ class PairScorer:
     fuse_x0: np.ndarray | None = None
     tau: float = 1.0
     fuse_pairs: int = 0
+    #: Also ask that the held pairs that are not edges cost more than the sums would
+    #: (:func:`.hogs_fused.worth_fusing`); False: ``fuse_pairs`` alone decides (tests).
+    fuse_when_worth: bool = True
     #: Whether the silent nodes' own join runs (two or more silent nodes): their pairs then
     #: come from it alone into the fused sums (a join may find them too).
     silent_join: bool = False
@@ -49,6 +52,7 @@ class PairScorer:
         self.silent_parts: list[Kept] = []
         self.n_reported = 0
         self.held = 0
+        self.held_edges = 0
         self.fused: FusedAverage | None = None
         self.counted = 0  # kept pairs, once fused (each once)
 
@@ -79,7 +83,7 @@ class PairScorer:
             self._absorb(i, j, prob, joined=False, reported=True)
             return
         self.reported_parts.append((i * self.pairs.n + j, prob))
-        self._held(i.size)
+        self._held(prob)
 
     def add_unreported(self, ci: np.ndarray, cj: np.ndarray, silent: bool = False) -> None:
         """Score candidate pairs that no node reported (every arrived bit a 0); ``silent``:
@@ -97,12 +101,20 @@ class PairScorer:
         else:
             self.unreported_parts.append((ci * self.pairs.n + cj, prob))
             if not silent:  # the silent pairs come last: no switch with them held
-                self._held(ci.size)
+                self._held(prob)
 
-    def _held(self, count: int) -> None:
-        """Count newly held kept pairs; past ``fuse_pairs``, fuse (:meth:`_fuse`)."""
-        self.held += count
-        if self.fuse_x0 is not None and self.fused is None and self.held > self.fuse_pairs:
+    def _held(self, prob: np.ndarray) -> None:
+        """Count newly held kept pairs (their posteriors), and fuse (:meth:`_fuse`) past
+        ``fuse_pairs`` where it is worth it."""
+        self.held += prob.size
+        if self.fuse_x0 is None or self.fused is not None:
+            return
+        self.held_edges += int(np.count_nonzero(prob >= self.tau))
+        if self.held <= self.fuse_pairs:
+            return
+        if not self.fuse_when_worth or worth_fusing(
+            self.held - self.held_edges, *self.fuse_x0.shape
+        ):
             self._fuse()
 
     def _fuse(self) -> None:

@@ -95,7 +95,9 @@ def reconstruct_topology(
             those with P ≥ ``tau``. None: never fused.
         tau: the edge threshold (with ``fuse_features``; default ``threshold``).
         fuse_pairs: kept pairs held before fusing (default
-            :data:`.hogs_fused.FUSE_KEPT_PAIRS`).
+            :data:`.hogs_fused.FUSE_KEPT_PAIRS`, and only where the held pairs that are not
+            edges cost more than the sums: :func:`.hogs_fused.worth_fusing`; given, it
+            alone decides).
     """
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
     n = pairs.n
@@ -110,6 +112,7 @@ def reconstruct_topology(
         fuse_x0=fuse_features,
         tau=threshold if tau is None else tau,
         fuse_pairs=hogs_fused.FUSE_KEPT_PAIRS if fuse_pairs is None else fuse_pairs,
+        fuse_when_worth=fuse_pairs is None,
         silent_join=n - n_obs >= 2,
     )
     t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)

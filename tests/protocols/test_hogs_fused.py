@@ -122,25 +122,38 @@ def test_fused_blockwise_join(monkeypatch):
     _check(plain, fused, x, 0.5)
 
 
-def test_server_step_fuses_only_past_the_budget(monkeypatch):
-    """The protocol's release: today's exactly under the budget; past it (budget 0) the same
-    edges and features within float32 rounding; more than one step is never fused."""
+@pytest.mark.parametrize("tau", [0.5, 0.9])
+def test_server_step_fuses_only_past_the_budget_and_where_it_frees_pairs(monkeypatch, tau):
+    """The protocol's release: today's exactly under the budget; past it (budget 0, and a pair
+    made to cost more than the sums) the same edges and features within float32 rounding at
+    τ = 0.9; at τ = 0.5 every kept pair is an edge, fusing frees nothing and never happens;
+    more than one step is never fused."""
     g = random_graph(80, 24, seed=1)
     cur = CuratorView(80, 24)
     for steps in (1, 2):
-        proto = make_protocol("hogs", epsilon=4.0, feature_share=0.5, tau=0.5, steps=steps)
+        proto = make_protocol("hogs", epsilon=4.0, feature_share=0.5, tau=tau, steps=steps)
         result = collect(proto, g, seed=2)
         before = proto.server_step(0, result, cur, seed=2)
         monkeypatch.setattr(hogs_fused, "FUSE_KEPT_PAIRS", 0)
+        monkeypatch.setattr(hogs_fused, "PAIR_BYTES", 10**9)
         after = proto.server_step(0, result, cur, seed=2)
         monkeypatch.undo()
         np.testing.assert_array_equal(after.edges, before.edges)
-        if steps == 1:
+        if steps == 1 and tau > 0.5:
             assert after.stats.pop("features") == "fused"
             np.testing.assert_allclose(after.x, before.x, rtol=RTOL, atol=1e-7)
         else:
             np.testing.assert_array_equal(after.x, before.x)
         assert after.stats == before.stats
+
+
+def test_worth_fusing_weighs_the_non_edges_against_the_sums():
+    """n = 10^7, d = 64: the sums cost 2.64 GB, i.e. 6.6·10^7 non-edge pairs at 40 bytes."""
+    n, d = 10**7, 64
+    sums = n * (d * 4 + 8)
+    assert not hogs_fused.worth_fusing(0, n, d)
+    assert not hogs_fused.worth_fusing(sums // hogs_fused.PAIR_BYTES, n, d)
+    assert hogs_fused.worth_fusing(sums // hogs_fused.PAIR_BYTES + 1, n, d)
 
 
 def test_accumulator_chunks_do_not_change_the_sums(monkeypatch):
