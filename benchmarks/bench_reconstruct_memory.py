@@ -13,6 +13,7 @@ degrees) and ends with the release's edges and features:
 
     python benchmarks/bench_reconstruct_memory.py                  # n = 1e5, ε = 16, split 0.5
     python benchmarks/bench_reconstruct_memory.py --n 20000 --protocols hogs
+    python benchmarks/bench_reconstruct_memory.py --n 20000 --protocols hogs hogs-fused
 """
 
 from __future__ import annotations
@@ -100,7 +101,10 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
     tracemalloc.start()
     with peak_rss() as measured:
         t0 = time.perf_counter()
-        if protocol == "hogs":
+        if protocol in ("hogs", "hogs-fused"):
+            # hogs-fused: the one-step features fused into the scoring from the first pair
+            # (protocols/ldp/hogs_fused.py; the release fuses only past its budget).
+            fused = protocol == "hogs-fused" and hp.steps == 1
             rows = FeatureRows(x0)
             topo = reconstruct_topology(
                 reported,
@@ -108,9 +112,13 @@ def measure(args: argparse.Namespace, path: Path, protocol: str) -> dict:
                 rows,
                 flip_probability(hp.eps_adjacency),
                 min(hp.params.tau, 0.5),
+                **(dict(fuse_features=x0, tau=hp.params.tau, fuse_pairs=0) if fused else {}),
             )
             t1 = time.perf_counter()
-            x = reconstruct_features(x0, topo.i, topo.j, topo.prob, hp.steps)
+            if topo.features is not None:
+                x = topo.features
+            else:
+                x = reconstruct_features(x0, topo.i, topo.j, topo.prob, hp.steps)
             out["edges"] = int((topo.prob >= hp.params.tau).sum())
             out["topology_s"] = round(t1 - t0, 2)
             del x

@@ -126,8 +126,15 @@ class HogsProtocol(RRSplitBudgetProtocol):
         stage(f"HoGS: topology from {int(reported.nnz)} reported 1s of {n} nodes")
         rows = FeatureRows(x0)
         join = dict(mu=mu, join=self.join, seed=seed, ring=self.ring)
+        n_ones = int(reported.nnz)
         if gpu is None:
-            topo = reconstruct_topology(reported, observed, rows, flip, need, **join)
+            # One averaging step (hogs-arr's at scale) may be fused into the scoring, so that
+            # the kept pairs that are not edges are never held (:mod:`.hogs_fused`).
+            fuse = x0 if steps == 1 and not self.public_features else None
+            topo = reconstruct_topology(
+                reported, observed, rows, flip, need, **join, fuse_features=fuse, tau=tau
+            )
+            del reported  # the reports are no longer needed once the pairs are scored
         else:
             topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, **join))
         in_graph = topo.prob >= tau
@@ -135,13 +142,15 @@ class HogsProtocol(RRSplitBudgetProtocol):
         stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")
         if self.public_features:
             x = x0
+        elif topo.features is not None:
+            x = topo.features
         elif gpu is None:
             x = reconstruct_features(x0, topo.i, topo.j, topo.prob, steps)
         else:
             x = gpu.features(x0, topo.i, topo.j, topo.prob, steps, FR_THRESHOLD)
         stats = dict(topo.stats)
         stats["adjacency_reports"] = int(observed.sum())
-        stats["reported_ones"] = int(reported.nnz)
+        stats["reported_ones"] = n_ones
         if screening is not None:
             stats["consistency"] = screening.stats
         return Release(edges=edges, x=x, privacy=self.privacy_report(d), stats=stats)

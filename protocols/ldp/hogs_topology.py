@@ -17,9 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..progress import stage, steps
+from . import hogs_fused
 from .blocks import map_blocks
-from .posterior import posterior, similarity_threshold
-from .reported_pairs import PairBlock, ReportedPairs
+from .hogs_scorer import PairScorer, Scored
+from .packed_keys import PackedKeys
+from .posterior import similarity_threshold
+from .reported_pairs import ReportedPairs
 from .similarity import FeatureRows
 from .similarity_lsh import LSH_RING, choose_join, index_dtype, lsh_joiner, unique_sorted
 
@@ -27,7 +30,6 @@ log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
 R = TypeVar("R")
 
-Scored = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: Distinct LSH pairs scored at once (a key range merged across the bands).
 LSH_SCORE_KEYS = 1 << 22
 
@@ -36,117 +38,15 @@ LSH_SCORE_KEYS = 1 << 22
 class TopologyResult:
     """All pairs i < j with P_ij ≥ the threshold asked for, with their posteriors; i and j
     are int32 where n < 2^31 (:func:`.similarity_lsh.index_dtype`): cast before forming
-    i·n + j."""
+    i·n + j. When the one-step feature reconstruction was fused into the scoring
+    (:mod:`.hogs_fused`), ``features`` holds its rows and the pairs are only those with
+    P_ij ≥ the edge threshold τ."""
 
     i: np.ndarray
     j: np.ndarray
     prob: np.ndarray
     stats: dict[str, Any]
-
-
-@dataclass
-class _Scorer:
-    """The posterior of reported pairs, and the kept ones collected in order."""
-
-    pairs: ReportedPairs
-    observed: np.ndarray
-    features: FeatureRows
-    p: float
-    threshold: float
-    mu: float
-
-    def __post_init__(self) -> None:
-        #: Kept pairs as (i·n + j int64 keys, P_ij): the reported pairs' in row-major order
-        #: (sorted, unique), the unreported ones apart (disjoint from them).
-        self.reported_parts: list[Kept] = []
-        self.unreported_parts: list[Kept] = []
-        self.n_reported = 0
-
-    def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
-        """One block's reported pairs with P_ij ≥ threshold: (i, j, P_ij). ``dots`` holds the
-        dot products of rows blk.start.. with rows blk.start.. (from
-        ``features.block_products``), else each pair's cosine is computed on its own."""
-        ri, rj = blk.i, blk.j
-        ones = blk.ones.astype(np.int64)
-        nobs = self.observed[ri].astype(np.int64) + self.observed[rj]
-        if dots is None:
-            s = self.features.cosine(ri, rj)
-        else:
-            a = blk.start
-            s = self.features.cosine_from_dots(dots[ri - a, rj - a].astype(np.float64), ri, rj)
-        prob = posterior(s, ones, nobs - ones, self.p, self.mu)
-        keep = prob >= self.threshold
-        return ri[keep], rj[keep], prob[keep]
-
-    def scored_rows(self, bounds: tuple[int, int]) -> tuple[int, Scored]:
-        blk = self.pairs.rows(*bounds)
-        return blk.i.size, self.scored(blk)
-
-    def add(self, size: int, part: Scored) -> None:
-        self.n_reported += size
-        i, j, prob = part
-        self.reported_parts.append((i * self.pairs.n + j, prob))
-
-    def add_unreported(self, ci: np.ndarray, cj: np.ndarray) -> None:
-        """Score candidate pairs that no node reported (every arrived bit a 0)."""
-        fresh = ~self.pairs.has(ci, cj)
-        ci, cj = ci[fresh].astype(np.int64), cj[fresh].astype(np.int64)
-        zeros = self.observed[ci].astype(np.int64) + self.observed[cj]
-        prob = posterior(self.features.cosine(ci, cj), np.zeros_like(zeros), zeros, self.p, self.mu)
-        keep = prob >= self.threshold
-        self.unreported_parts.append((ci[keep] * self.pairs.n + cj[keep], prob[keep]))
-
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every kept pair once, as sorted keys and their P_ij: the reported pairs' sorted run
-        and the unreported pairs' merged (the two sets are disjoint; a pair found twice, by two
-        LSH bands or by the join and the silent nodes' join, has the same P_ij both times).
-        Memory: about 16 bytes a kept pair beside the parts, never a second set of (i, j, P)."""
-        rk, rp = _concat(self.reported_parts)
-        self.reported_parts = []
-        rk, rp = _sorted_unique(rk, rp)
-        uk, up = _concat(self.unreported_parts)
-        self.unreported_parts = []
-        uk, up = _sorted_unique(uk, up)
-        if uk.size == 0:
-            return rk, rp
-        if rk.size == 0:
-            return uk, up
-        # Merge two sorted disjoint runs: each unreported key goes after the reported ones
-        # below it.
-        at = np.searchsorted(rk, uk) + np.arange(uk.size)
-        key = np.empty(rk.size + uk.size, dtype=np.int64)
-        prob = np.empty(key.size, dtype=np.float64)
-        theirs = np.ones(key.size, dtype=bool)
-        theirs[at] = False
-        key[at], prob[at] = uk, up
-        del uk, up
-        key[theirs], prob[theirs] = rk, rp
-        return key, prob
-
-
-Kept = tuple[np.ndarray, np.ndarray]
-
-
-def _concat(parts: list[Kept]) -> Kept:
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([k for k, _ in parts]), np.concatenate([p for _, p in parts])
-
-
-def _sorted_unique(key: np.ndarray, prob: np.ndarray) -> Kept:
-    """The keys sorted without repeats, each with the P of its first occurrence (as
-    ``np.unique(..., return_index=True)``); a run already strictly increasing is kept as is."""
-    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
-        return key, prob
-    order = np.argsort(key, kind="stable")
-    key, prob = key[order], prob[order]
-    del order
-    first = np.empty(key.size, dtype=bool)
-    first[0] = True
-    np.not_equal(key[1:], key[:-1], out=first[1:])
-    return key[first], prob[first]
+    features: np.ndarray | None = None
 
 
 def reconstruct_topology(
@@ -161,6 +61,9 @@ def reconstruct_topology(
     join: str = "auto",
     seed: int = 0,
     ring: int = LSH_RING,
+    fuse_features: np.ndarray | None = None,
+    tau: float | None = None,
+    fuse_pairs: int | None = None,
 ) -> TopologyResult:
     """Every pair i < j with P_ij ≥ ``threshold`` (Algorithm 2 without the n² loop); ``mu``:
     the probability a node kept each reported 1 (asymmetric RR, :func:`.posterior.likelihoods`).
@@ -186,11 +89,32 @@ def reconstruct_topology(
         seed: the curator's own seed for the LSH join's hashing (post-processing).
         ring: the LSH join's rows per row and band in over-full buckets
             (:data:`.similarity_lsh.RING`).
+        fuse_features: the n × d rows of Algorithm 3's one step (l = 1), to fuse it into the
+            scoring once more than ``fuse_pairs`` kept pairs are held (:mod:`.hogs_fused`):
+            then ``features`` of the result holds the one-step rows, and its pairs are only
+            those with P ≥ ``tau``. None: never fused.
+        tau: the edge threshold (with ``fuse_features``; default ``threshold``).
+        fuse_pairs: kept pairs held before fusing (default
+            :data:`.hogs_fused.FUSE_KEPT_PAIRS`, and only where the held pairs that are not
+            edges cost more than the sums: :func:`.hogs_fused.worth_fusing`; given, it
+            alone decides).
     """
     pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
-    scorer = _Scorer(pairs, observed, features, p, threshold, mu)
     n = pairs.n
     n_obs = int(observed.sum())
+    scorer = PairScorer(
+        pairs,
+        observed,
+        features,
+        p,
+        threshold,
+        mu,
+        fuse_x0=fuse_features,
+        tau=threshold if tau is None else tau,
+        fuse_pairs=hogs_fused.FUSE_KEPT_PAIRS if fuse_pairs is None else fuse_pairs,
+        fuse_when_worth=fuse_pairs is None,
+        silent_join=n - n_obs >= 2,
+    )
     t_join = _join_threshold(n_obs, n - n_obs, threshold, p, mu)
     candidates = []
     joined_lsh = 0
@@ -200,7 +124,8 @@ def reconstruct_topology(
     else:
         # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
         bounds = list(pairs.block_bounds(block_entries, block_rows))
-        for size, part in map_blocks(scorer.scored_rows, bounds):
+        done = map_blocks(scorer.scored_rows, bounds)
+        for size, part in steps(done, "HoGS: reported pairs, block", len(bounds)):
             scorer.add(size, part)
         if t_join is not None and method == "lsh":
             joined_lsh = _score_lsh(scorer, t_join, seed, ring)
@@ -212,62 +137,79 @@ def reconstruct_topology(
         mi, mj = FeatureRows(_rows_of(features, missing)).threshold_join(threshold)
         candidates.append((missing[mi], missing[mj]))
     joined = joined_lsh
-    for ci, cj in candidates:
+    for k, (ci, cj) in enumerate(candidates):
         joined += ci.size
-        scorer.add_unreported(ci, cj)
+        scorer.add_unreported(ci, cj, silent=n - n_obs >= 2 and k == len(candidates) - 1)
+    del candidates
     stage("HoGS: merging the kept pairs")
     key, prob = scorer.result()
     stats = {
         "reported_pairs": int(scorer.n_reported),
         "joined_pairs": int(joined),
-        "kept_pairs": int(key.size),
+        "kept_pairs": scorer.kept_pairs(key),
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
+    x_fused = None
+    if scorer.fused is not None:
+        stats["features"] = "fused"
+        x_fused = scorer.fused.features()
+        scorer.fused = None
     # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
     # pairs): the key's buffer is reused for i, so no third int64 array is ever held.
     small = index_dtype(n)
     j = (key % n).astype(small)
     i = np.floor_divide(key, n, out=key).astype(small, copy=False)
     del key
-    return TopologyResult(i, j, prob, stats)
+    return TopologyResult(i, j, prob, stats, x_fused)
 
 
-def _score_lsh(scorer: _Scorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
+def _score_lsh(scorer: PairScorer, t_join: float, seed: int, ring: int = LSH_RING) -> int:
     """The LSH join's pairs (:mod:`.similarity_lsh`) scored as they come, in bounded blocks:
     each band's verified pairs are held as sorted int64 keys (8 bytes a pair), then ranges of
     the key space are merged across bands, deduplicated and scored one at a time, so no
     array of every candidate pair × (i, j, cosine, posterior) is ever built. The kept pairs and
     the count of distinct joined pairs are those of :func:`.similarity_lsh.lsh_join` followed
-    by :meth:`_Scorer.add_unreported`. Returns that count."""
+    by :meth:`PairScorer.add_unreported`. Returns that count."""
     features = scorer.features
     if t_join > 1.0 or features.num_rows < 2:  # no pair can pass (as lsh_join)
         return 0
     joiner = lsh_joiner(features, t_join, seed, ring=ring)
     items = list(range(joiner.bands))
-    bands = list(
-        steps(map_blocks(joiner.band_keys, items), "similarity join: LSH band", len(items))
-    )
-    total = sum(int(b.size) for b in bands)
+    packed = _PackedBand(joiner)
+    bands = list(steps(map_blocks(packed.keys, items), "similarity join: LSH band", len(items)))
+    total = sum(b.size for b in bands)
     if total == 0:
         return 0
     # Range bounds from the largest band's quantiles: ~LSH_SCORE_KEYS keys a range over all
     # bands (the bands are alike: same hashing law, other draws).
     ref = max(bands, key=lambda b: b.size)
     stride = max(1, LSH_SCORE_KEYS * ref.size // max(total, 1))
-    bounds = np.concatenate([[0], ref[stride::stride], [np.iinfo(np.int64).max]])
+    inner = ref.at(np.arange(stride, ref.size, stride, dtype=np.int64))
+    bounds = np.concatenate([[0], inner, [np.iinfo(np.int64).max]])
     joined = 0
     n = scorer.pairs.n
     for lo, hi in steps(
         zip(bounds[:-1], bounds[1:], strict=True), "LSH pairs: key range", bounds.size - 1
     ):
-        part = [b[np.searchsorted(b, lo) : np.searchsorted(b, hi)] for b in bands]
+        part = [b.keys(b.searchsorted(lo), b.searchsorted(hi)) for b in bands]
         key = unique_sorted(np.concatenate(part))
         del part
         joined += key.size
         if key.size:
             scorer.add_unreported(key // n, key % n)
     return joined
+
+
+@dataclass
+class _PackedBand:
+    """One LSH band's verified keys, packed where they are computed (4 bytes a key held
+    instead of 8: :mod:`.packed_keys`); picklable, for :func:`.blocks.map_blocks`."""
+
+    joiner: Any
+
+    def keys(self, index: int) -> PackedKeys:
+        return PackedKeys.pack(self.joiner.band_keys(index))
 
 
 def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: float):
@@ -281,7 +223,7 @@ def _join_threshold(n_obs: int, n_miss: int, threshold: float, p: float, mu: flo
     return min(thresholds) if thresholds else None
 
 
-def _score_blockwise(scorer: _Scorer, t_join: float) -> tuple[np.ndarray, np.ndarray]:
+def _score_blockwise(scorer: PairScorer, t_join: float) -> tuple[np.ndarray, np.ndarray]:
     """Features too dense for prefix filtering: the dot products of all pairs, block by block,
     score the block's reported pairs and yield its join candidates (returned)."""
     features, n = scorer.features, scorer.pairs.n
@@ -309,7 +251,7 @@ class _Blockwise:
     """One block of the all-pairs join (picklable, for :func:`.blocks.map_blocks`): the block's
     dot products score its reported pairs and give its verified join pairs."""
 
-    scorer: _Scorer
+    scorer: PairScorer
     t_join: float
 
     def starts(self) -> list[int]:
