@@ -27,7 +27,7 @@ noise 1 sharing a feature would be an edge (10^8 of them at 10^7 nodes). ``--joi
     python benchmarks/bench_scale.py --sizes 1000000 --stages collect --old-max 0
     python benchmarks/bench_scale.py --sizes 100000 --epsilon 8 --workers 1 --device cuda
     python benchmarks/bench_scale.py --sizes 100000 --stages release --repeat 5  # best of 5
-    python benchmarks/bench_scale.py --protocol hogs-arr --sizes 10000000 --d 64 --epochs 5
+    python benchmarks/bench_scale.py --protocol hogs-arr --sizes 10000000 --d 64  # 5 epochs
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 from rss import peak_rss, rss_bytes
 
@@ -55,11 +56,42 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
 
 @contextmanager
 def sampled(record: dict, name: str):
-    """Seconds and the peak RSS (sampled every 5 ms) of a block."""
+    """Seconds, CPU seconds (this process and its finished workers: on a loaded machine the
+    steadier figure) and the peak RSS (sampled every 5 ms) of a block."""
+    c0 = cpu_seconds()
     with peak_rss() as measured:
         yield
     record[f"{name}_s"] = round(measured.seconds, 3)
+    record[f"{name}_cpu_s"] = round(cpu_seconds() - c0, 1)
     record[f"{name}_peak_mib"] = measured.peak_mib
+
+
+#: From this many nodes on, ``--epochs`` defaults to :data:`LARGE_EPOCHS` instead of 50.
+LARGE_N = 1_000_000
+#: A few full-batch epochs: at 10^6 nodes 5 GCN epochs already beat the features-only floor
+#: by ~20 points (docs/benchmarks.md), and 50 would take most of the 10^7 run's 30 minutes.
+LARGE_EPOCHS = 5
+
+
+def epochs_for(n: int, args: argparse.Namespace) -> int:
+    """``--epochs`` as given, else 50 below :data:`LARGE_N` nodes and 5 from it on."""
+    if args.epochs is not None:
+        return args.epochs
+    return LARGE_EPOCHS if n >= LARGE_N else 50
+
+
+def without_edges(prepared):
+    """``prepared`` with the nodes' graph reduced to what the bench still reads once the
+    release is made: the labels (accuracy), the features (the floor's collection) and the
+    split. The edge list and the CSR the collection cached beside it go (at 10^7 nodes,
+    5·10^7 edges: ~1.3 GiB held through training for nothing). The features-only floor's
+    reports are the same either way: its nodes send features only."""
+    import numpy as np
+
+    g = prepared.graph
+    meta = {k: v for k, v in g.meta.items() if k != "_adj"}
+    light = replace(g, edges=np.zeros((0, 2), dtype=np.int64), meta=meta)
+    return replace(prepared, graph=light, original=light)
 
 
 class RssBetweenLines:
@@ -138,7 +170,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
         **({"lsh_ring": args.lsh_ring} if args.lsh_ring is not None else {}),
         **({"mu": args.mu} if args.mu is not None and args.protocol == "hogs-arr" else {}),
         backend="local",
-        epochs=args.epochs,
+        epochs=epochs_for(n, args),
         device=args.device,
         metrics="accuracy",
         seed=0,
@@ -186,7 +218,10 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
 
             np.save(f"{args.edges_out}-{n}.npy", release.edges)
         if mode == "new" and args.stages == "all":
-            stage(f"bench: train ({release.num_edges} edges)")
+            del graph  # as the collector's: the counts stay, the graph goes
+            collector.inner = None
+            prepared = without_edges(prepared)
+            stage(f"bench: train ({release.num_edges} edges, {config.epochs} epochs)")
             with sampled(rec, "train"):
                 sections, _ = pipeline.evaluate(config, prepared.original, split, release)
             rec["test_accuracy"] = sections.get("accuracy", {}).get("test")
@@ -198,6 +233,7 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
     rec["reported_ones"] = collector.ones
     rec["process_cpu_s"] = round(cpu_seconds(), 1)  # this process and its finished workers
     rec["collect_cpu_s"] = round(collector.cpu, 3)
+    rec["epochs"] = config.epochs
     rec["peak_rss_mib"] = peak_mib()
     rec["worker_peak_rss_mib"] = peak_mib(resource.RUSAGE_CHILDREN)
     return rec
@@ -347,6 +383,14 @@ def print_table(rows: list[dict], header: bool = True) -> None:
         )
         if r.get("floor_s") is not None:
             print(f"{'':>9} floor (features-only, MLP): {r['floor_s']:.2f}s, τ = {r['tau']:.6g}")
+        parts = [
+            f"{name} {r[f'{name}_s']:.1f}s (cpu {r[f'{name}_cpu_s']:.1f}s, peak "
+            f"{r[f'{name}_peak_mib'] / 1024:.2f} GiB)"
+            for name in ("generate", "release", "train", "floor")
+            if r.get(f"{name}_cpu_s") is not None
+        ]
+        if parts:
+            print(f"{'':>9} stages: " + "; ".join(parts) + f"; {r.get('epochs')} epochs")
         if r.get("kept_pairs") is not None:
             print(
                 f"{'':>9} pairs: {r.get('joined_pairs')} joined, {r['kept_pairs']} kept "
@@ -383,7 +427,12 @@ def main() -> None:
     ap.add_argument("--no-floor", action="store_true", help="skip the features-only floor")
     ap.add_argument("--edges-out", help=argparse.SUPPRESS)  # bench_join: save the edges
     ap.add_argument("--steps", type=int, default=1)
-    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument(
+        "--epochs",
+        type=int,
+        help=f"GCN (and floor MLP) epochs; default 50, and {LARGE_EPOCHS} from "
+        f"n = {LARGE_N:.0e} on (full-batch epochs on 10^7 nodes take minutes)",
+    )
     ap.add_argument("--device", default="cpu", help="training device: cpu, cuda, auto")
     ap.add_argument("--classes", type=int, default=5)
     ap.add_argument("--avg-degree", type=float, default=10.0)
@@ -445,7 +494,8 @@ def main() -> None:
     if not args.json:
         print(
             f"{args.protocol}, local backend, ε = {args.epsilon:g} (split {args.feature_share:g}), "
-            f"d = {args.d}, avg degree {args.avg_degree:g}, {args.epochs} epochs on "
+            f"d = {args.d}, avg degree {args.avg_degree:g}, "
+            f"{args.epochs or f'50 (< {LARGE_N:.0e} nodes) / {LARGE_EPOCHS}'} epochs on "
             f"{args.device}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
             flush=True,
         )

@@ -140,6 +140,15 @@ class GCN(nn.Module):
         """Compute on ``x - mean`` from now on (see the module docstring)."""
         _subtract_projected_mean(self.conv1.lin, mean)
 
+    def use_normalized(self, adj: Tensor) -> None:
+        """Take ``adj`` = ``D^-1/2 (A + I) D^-1/2`` (:func:`ldpgraph.server.adjacency.
+        gcn_adjacency`) as both layers' cached normalisation, so neither normalises the graph
+        it is given: one copy of the matrix for both layers instead of one each, and none of
+        ``gcn_norm``'s int64 transients (at 10^7 nodes the difference between fitting in
+        memory and not). The same matrix ``gcn_norm`` would cache, so the same logits."""
+        for conv in (self.conv1, self.conv2):
+            conv._cached_edge_index = (adj, None)
+
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         h = self.conv1(x, edge_index, edge_weight).relu()
         h = F.dropout(h, p=self.dropout, training=self.training)

@@ -26,8 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ldpgraph.protocols.progress import stage, steps
 from ldpgraph.protocols.rng import stage_seed
 from ldpgraph.protocols.torch_env import cpu_threads, resolve_device
+from ldpgraph.server.adjacency import gcn_adjacency
 from ldpgraph.server.choices import MODELS, SELECTIONS
 from ldpgraph.server.models import build_model
 from ldpgraph.server.tensors import (  # noqa: F401  (re-exported: their old home)
@@ -187,7 +189,8 @@ def train_and_evaluate(
             x_np = center_columns(x_np)
         x_t = feature_tensor(x_np, dev, sparse=sparse_x)
         y_t = torch.tensor(y_np, dtype=torch.int64, device=dev)
-        adj, w_t = graph_tensors(edges_np, w_np, n, dev, sparse=model.sparse_adjacency)
+        adj, w_t = _graph(model, edges_np, w_np, n, dev)
+        del edges_np, w_np  # the caller's arrays: nothing here needs them any more
         idx = {
             name: torch.tensor(arr, dtype=torch.int64, device=dev)
             for name, arr in (("train", train_idx), ("val", val_idx), ("test", test_idx))
@@ -205,7 +208,7 @@ def train_and_evaluate(
         epochs_run = 0
         _sync(dev)
         start = time.perf_counter()
-        for epoch in range(1, config.epochs + 1):
+        for epoch in steps(range(1, config.epochs + 1), f"training {model_name}: epoch"):
             model.train()
             optimizer.zero_grad(set_to_none=True)
             out = model(x_t, adj, w_t)
@@ -244,6 +247,26 @@ def train_and_evaluate(
         "model": model_name,
         "selection": config.selection,
     }
+
+
+def _graph(
+    model: torch.nn.Module,
+    edges: np.ndarray,
+    weight: np.ndarray | None,
+    n: int,
+    dev: torch.device,
+) -> tuple[Tensor | None, Tensor | None]:
+    """The graph as ``model`` takes it: nothing for the MLP, GCN's normalised CSR adjacency
+    handed to its layers (:meth:`ldpgraph.server.models.GCN.use_normalized`), else
+    :func:`graph_tensors`. Said as a stage: at 10^7 nodes building it takes a while."""
+    if not model.uses_edges:
+        return None, None
+    stage(f"training: the graph's adjacency ({edges.shape[0]} edges, {n} nodes)")
+    if hasattr(model, "use_normalized"):
+        adj = gcn_adjacency(edges, n, dev, weight)
+        model.use_normalized(adj)
+        return adj, None
+    return graph_tensors(edges, weight, n, dev, sparse=model.sparse_adjacency)
 
 
 #: A model that gives one class to at least this share of the test nodes has collapsed
