@@ -49,6 +49,25 @@ def test_link_auc_is_one_for_the_original_and_chance_for_nothing():
     assert leak["orig_cn"] == empty["orig_cn"]  # the references read the training graph only
 
 
+def test_node2vec_predictor_reads_the_links_and_leaves_the_other_scores_alone():
+    """The official code's predictor (node2vec + MLP) ranks the hidden links of a graph it was
+    given whole far above chance, is at chance on empty graphs, and adds keys only."""
+    n, edges = 60, _ring_with_chords(60)
+    rng = np.random.default_rng(2)
+    splits = [nodp._split(edges, n, rng) for _ in range(3)]
+    plain = nodp.link_aucs(splits, [n] * 3, [edges] * 3, np.random.default_rng(5), align=False)
+    leak = nodp.link_aucs(
+        splits, [n] * 3, [edges] * 3, np.random.default_rng(5), align=False, n2v_seed=0
+    )
+    assert {k: leak[k] for k in plain} == plain
+    assert leak["gen_n2v"] > 0.9 and leak["gen_n2v_max"] >= leak["gen_n2v"]
+    assert leak["orig_n2v_max"] > 0.6  # the 80 % training graph still carries the ring
+    none = [np.zeros((0, 2), np.int64)] * 3
+    empty = nodp.link_aucs(splits, [n] * 3, none, np.random.default_rng(5), n2v_seed=0)
+    assert empty["gen_n2v"] == 0.5 and empty["gen_n2v_max"] == 0.5
+    assert empty["orig_n2v"] == leak["orig_n2v"]  # the reference reads the training graphs only
+
+
 def test_complete_graphs_have_no_pairs_to_score():
     n = 6
     full = np.array([(u, v) for u in range(n) for v in range(u + 1, n)], np.int64)
