@@ -84,6 +84,8 @@ def test_summary_and_table(tmp_path):
         for s in range(3)
     ] + [{**base, "model": "gvae", "training": "nodp", "epsilon": None, "seed": 0,
           "gen_adj": 0.52, "gen_cn": 0.56}]  # fmt: skip
+    n2v = {"gen_n2v": 0.6, "gen_n2v_max": 0.7, "orig_n2v": 0.8, "orig_n2v_max": 0.9}
+    rows[0].update(n2v)  # one seed of three ran the node2vec predictor
     path = tmp_path / "runs.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"experiment": "table"}\n')
     summary = fig3.summarise(fig3.load([path]))
@@ -96,4 +98,6 @@ def test_summary_and_table(tmp_path):
     text = fig3.table(summary)
     assert "| dblp | DPGGAN | paper | 1 | ∞ | 3 | 0.520 ± 0.020 |" in text
     assert "GVAE (no DP)" in text
+    assert "| 0.600 (1 seed) (0.700 (1 seed)) | 0.800 (1 seed) (0.900 (1 seed)) |" in text
+    assert summary[1]["gen_n2v"] is None and text.splitlines()[-1].count("| – |") == 2
     assert fig3.figure(summary, tmp_path).stat().st_size > 0
