@@ -36,15 +36,19 @@ NAMES = {"gvae": "DPGVAE", "ggan": "DPGGAN"}
 
 
 def load(paths: list[Path]) -> list[dict]:
-    """The ``linkpriv`` rows of the JSON-lines files (other lines are left out)."""
-    rows = []
+    """The ``linkpriv`` rows of the JSON-lines files (other lines are left out). A later row of
+    the same run (data set, model, training, ε, seed: a rerun with ``--node2vec``) is merged
+    into the earlier one, its keys winning: one row per run."""
+    rows: dict[tuple, dict] = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
                 if row.get("experiment") == "linkpriv":
-                    rows.append(row)
-    return rows
+                    eps = row["epsilon"] if row["training"] != "nodp" else None
+                    key = (row["dataset"], row["model"], row["training"], eps, row["seed"])
+                    rows[key] = {**rows.get(key, {}), **row}
+    return list(rows.values())
 
 
 def summarise(rows: list[dict]) -> list[dict]:

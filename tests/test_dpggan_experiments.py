@@ -103,9 +103,11 @@ def test_summary_and_table(tmp_path):
     ] + [{**base, "model": "gvae", "training": "nodp", "epsilon": None, "seed": 0,
           "gen_adj": 0.52, "gen_cn": 0.56}]  # fmt: skip
     n2v = {"gen_n2v": 0.6, "gen_n2v_max": 0.7, "orig_n2v": 0.8, "orig_n2v_max": 0.9}
-    rows[0].update(n2v)  # one seed of three ran the node2vec predictor
+    rerun = {**rows[0], **n2v, "train_s": 7.0}  # seed 0 again with the node2vec predictor
     path = tmp_path / "runs.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"experiment": "table"}\n')
+    lines = [json.dumps(r) for r in [*rows, rerun]]
+    path.write_text("\n".join(lines) + '\n{"experiment": "table"}\n')
+    assert len(fig3.load([path])) == len(rows)  # the rerun merged into its run
     summary = fig3.summarise(fig3.load([path]))
     assert [(c["model"], c["training"], c["seeds"]) for c in summary] == [
         ("ggan", "paper", [0, 1, 2]),
