@@ -19,9 +19,13 @@ IJCAI 2021): the two experiments the `ldpgraph run` path cannot make (docs/repro
   Trainings: ``nodp`` (as ``table``), ``paper`` (the paper's DP-SGD at its convention's ε, the
   strict release ``dp-*`` of experiments/dpggan-tables.toml: proven ε ∞) and ``bounded`` (the
   default, proven edge-level ε, at its own defaults: ``--steps`` and ``--q`` do not apply).
+  ``--node2vec`` adds the official code's predictor (:func:`node2vec_aucs`): node2vec
+  embeddings of the generated graphs and an MLP pair classifier trained on them.
 
-    python experiments/dpggan_nodp.py table DATASET {gvae,ggan} [--steps T] [--q Q] [--seed S]
-    python experiments/dpggan_nodp.py linkpriv DATASET {gvae,ggan} TRAINING [--epsilon E] ...
+    python experiments/dpggan_nodp.py table DATASET {gvae,ggan} [--steps T] [--q Q] [--seed S] \
+        [--gin]
+    python experiments/dpggan_nodp.py linkpriv DATASET {gvae,ggan} TRAINING [--epsilon E] \
+        [--node2vec] ...
 
 Needs LDPGRAPH_DATA (the mirror). Prints JSON lines.
 """
@@ -70,8 +74,30 @@ def _train(parts, model: str, training: str, args) -> list[np.ndarray]:
     return [g for g, _ in fit_and_generate_many(parts, plan, p, gan, args.seed)]
 
 
+def gin_row(graph, generated: list[tuple[np.ndarray, int]], seed: int) -> dict:
+    """Table 2's third column for a generated collection: the ``gin`` metric's 5-fold GIN
+    accuracy (final epoch, the page's number; best epoch beside it, optimistic) on the generated
+    graphs, each labelled as its original, and on the originals with the same folds and
+    weights (the ``gin`` metric's own functions, at its defaults)."""
+    from ldpgraph.protocols.rng import stage_rng
+    from ldpgraph.server.evaluation.gin import FOLDS, gin_cross_validation
+    from ldpgraph.server.evaluation.gin_model import labelled_originals, stratified_folds
+
+    progress.stage("GIN accuracy (Table 2's third column), 5 folds, generated and original")
+    originals, labels = labelled_originals(graph)
+    folds = stratified_folds(labels, FOLDS, stage_rng(seed, "gin-folds"))
+    gen = gin_cross_validation(generated, labels, folds, seed)
+    orig = gin_cross_validation(originals, labels, folds, seed)
+    return {"gin_generated": round(gen["final"], 4),
+            "gin_generated_std": round(gen["final_std"], 4),
+            "gin_generated_best": round(gen["best"], 4), "gin_original": round(orig["final"], 4),
+            "gin_original_std": round(orig["final_std"], 4),
+            "gin_majority": round(float(np.bincount(labels).max() / len(labels)), 4)}  # fmt: skip
+
+
 def table(args) -> None:
-    originals = original_graphs(load_dataset(args.dataset))
+    graph = load_dataset(args.dataset)
+    originals = original_graphs(graph)
     t = time.time()
     gen = _train(originals, args.model, "nodp", args)
     train_s = time.time() - t
@@ -80,6 +106,9 @@ def table(args) -> None:
     t1, t2 = res["table1"], res["table2"]
     row = {c: t1[c]["abs_diff"] for c in TABLE1}
     row.update(degree_cos=t2["degree_cosine"], motif_cos=t2["motif_cosine"])
+    if args.gin:
+        row.update(gin_row(graph, [(g, n) for g, (_, n) in zip(gen, originals, strict=True)],
+                           args.seed))  # fmt: skip
     print(json.dumps({"experiment": "table", "dataset": args.dataset, "model": args.model,
                       "training": "nodp", "steps": args.steps, "q": args.q, "seed": args.seed,
                       "train_s": round(train_s, 1), "total_s": round(time.time() - t, 1),
@@ -116,19 +145,28 @@ def _scored(splits) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(hid, neg) for _, hid, neg in splits if len(hid) and len(neg)]
 
 
-def link_aucs(splits, sizes, gen, rng: np.random.Generator, align: bool = True) -> dict:
+def link_aucs(
+    splits, sizes, gen, rng: np.random.Generator, align: bool = True, n2v_seed: int | None = None
+) -> dict:
     """ROC-AUC, pooled over the graphs, of the hidden edges against the sampled non-edges,
     ranked by the generated graph (``gen_*``, its nodes aligned to the training graph's by
     degree rank; ``align=False``: the identity, for tests) and by the training graph itself
-    (``orig_*``: the references). Graphs without hidden edges or non-edges are left out."""
+    (``orig_*``: the references). Graphs without hidden edges or non-edges are left out.
+    ``n2v_seed``: also the node2vec predictor's AUCs (:func:`node2vec_aucs`, its own streams
+    from this seed: the other keys are the same with or without it)."""
     from sklearn.metrics import roc_auc_score
 
     keys = ("gen_adj", "gen_cn", "orig_cn", "orig_aa", "orig_pa")
     scores: dict[str, list[float]] = {k: [] for k in keys}
     labels: list[int] = []
+    gen_pairs: list[np.ndarray] = []  # the scored pairs in generated node ids, per scored graph
+    orig_pairs: list[np.ndarray] = []  # the same pairs in original node ids
+    scored: list[int] = []
     graphs = zip(splits, sizes, gen, strict=True)
+    skipped = 0
     for (tr, hid, neg), n, g in progress.steps(graphs, "scoring graph", len(sizes)):
         if not len(hid) or not len(neg):
+            skipped += 1
             continue
         pairs = np.concatenate([hid, neg])
         labels += [1] * len(hid) + [0] * len(neg)
@@ -137,6 +175,9 @@ def link_aucs(splits, sizes, gen, rng: np.random.Generator, align: bool = True) 
         if align:
             pi[_degree_rank(a_tr, rng)] = _degree_rank(a_gen, rng)
         u, v = pi[pairs[:, 0]], pi[pairs[:, 1]]
+        gen_pairs.append(np.stack([u, v], 1))
+        orig_pairs.append(pairs)
+        scored.append(len(scored) + skipped)
         cn_gen = a_gen @ a_gen
         scores["gen_adj"] += list(a_gen[u, v])
         scores["gen_cn"] += list(cn_gen[u, v] + 1e-3 * a_gen[u, v])
@@ -147,7 +188,95 @@ def link_aucs(splits, sizes, gen, rng: np.random.Generator, align: bool = True) 
         scores["orig_cn"] += list(cn[pairs[:, 0], pairs[:, 1]])
         scores["orig_aa"] += list(aa[pairs[:, 0], pairs[:, 1]])
         scores["orig_pa"] += list(deg[pairs[:, 0]] * deg[pairs[:, 1]])
-    return {k: round(float(roc_auc_score(labels, s)), 4) for k, s in scores.items()}
+    out = {k: round(float(roc_auc_score(labels, s)), 4) for k, s in scores.items()}
+    if n2v_seed is not None:
+        y = np.asarray(labels)
+        gen_graphs = [canonical_edges(np.asarray(g, np.int64).reshape(-1, 2), n)
+                      for g, n in zip(gen, sizes, strict=True)]  # fmt: skip
+        train_graphs = [tr for tr, _, _ in splits]
+        for prefix, graphs, pairs in (
+            ("gen", gen_graphs, gen_pairs),
+            ("orig", train_graphs, orig_pairs),
+        ):
+            final, best = node2vec_aucs(graphs, sizes, scored, pairs, y, n2v_seed)
+            out[f"{prefix}_n2v"], out[f"{prefix}_n2v_max"] = round(final, 4), round(best, 4)
+    return out
+
+
+def _union(graphs, sizes) -> tuple[np.ndarray, np.ndarray, int]:
+    """The disjoint union of the graphs: its edges, each graph's node offset, its node count."""
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    parts = [
+        np.asarray(g, np.int64).reshape(-1, 2) + o
+        for g, o in zip(graphs, offsets[:-1], strict=True)
+    ]
+    edges = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+    return edges, offsets[:-1], int(offsets[-1])
+
+
+def _non_edges(graphs, sizes, offsets, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """``ratio`` times each graph's edge count of its non-edges (at most all of them), drawn
+    uniformly without replacement, in union ids."""
+    out = []
+    for g, n, o in zip(graphs, sizes, offsets, strict=True):
+        a = _adj(np.asarray(g, np.int64).reshape(-1, 2), n)
+        free = np.argwhere(np.triu(1.0 - a, 1) > 0)
+        k = min(len(free), int(round(ratio * len(g))))
+        if k:
+            out.append(free[rng.choice(len(free), k, replace=False)] + o)
+    return np.concatenate(out) if out else np.zeros((0, 2), np.int64)
+
+
+#: The official code's link predictor for Figure 3: node2vec (128-d) and an MLP on the pair,
+#: trained on the graph's edges against 1.5 times as many of its non-edges, 40 epochs.
+N2V_NEG_RATIO = 1.5
+N2V_EPOCHS = 40
+N2V_HIDDEN = 64
+
+
+def node2vec_aucs(graphs, sizes, scored, pairs, labels, seed: int) -> tuple[float, float]:
+    """The AUC of a node2vec link predictor learned on ``graphs`` (one embedding of their
+    disjoint union: walks stay inside a graph) for the scored ``pairs`` (per scored graph, index
+    ``scored``, in that graph's node ids), at the last epoch and the best of the epochs (the
+    official code reports the best epoch's test AUC: optimistic, kept beside the last).
+
+    The pair classifier reads the Hadamard product of the two embeddings (an MLP, one hidden
+    layer, Adam, full batch), trained on every edge of ``graphs`` against
+    :data:`N2V_NEG_RATIO` times as many of their non-edges."""
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from ldpgraph.protocols.rng import stage_rng, stage_seed
+    from ldpgraph.server.evaluation.node2vec import node2vec_embedding
+
+    progress.stage("node2vec on the union of the graphs and its pair classifier")
+    edges, offsets, n = _union(graphs, sizes)
+    if not len(edges):
+        return 0.5, 0.5
+    z = torch.from_numpy(node2vec_embedding(edges, n, seed))
+    neg = _non_edges(graphs, sizes, offsets, N2V_NEG_RATIO, stage_rng(seed, "fig3-n2v-neg"))
+    train = torch.from_numpy(np.concatenate([edges, neg]))
+    y = torch.cat([torch.ones(len(edges)), torch.zeros(len(neg))])
+    test = torch.from_numpy(
+        np.concatenate([p + offsets[i] for i, p in zip(scored, pairs, strict=True)])
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(stage_seed(seed, "fig3-n2v-mlp"))
+        mlp = torch.nn.Sequential(
+            torch.nn.Linear(z.shape[1], N2V_HIDDEN), torch.nn.ReLU(),
+            torch.nn.Linear(N2V_HIDDEN, 1),
+        )  # fmt: skip
+        opt = torch.optim.Adam(mlp.parameters(), lr=0.01)
+        x_train, x_test = z[train[:, 0]] * z[train[:, 1]], z[test[:, 0]] * z[test[:, 1]]
+        aucs = []
+        for _ in range(N2V_EPOCHS):
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(mlp(x_train).squeeze(1), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                aucs.append(float(roc_auc_score(labels, mlp(x_test).squeeze(1).numpy())))
+    return aucs[-1], max(aucs)
 
 
 def linkpriv(args) -> None:
@@ -161,7 +290,7 @@ def linkpriv(args) -> None:
                  args.model, args.training, args)  # fmt: skip
     train_s = time.time() - t
     sizes = [n for _, n in originals]
-    auc = link_aucs(splits, sizes, gen, rng)
+    auc = link_aucs(splits, sizes, gen, rng, n2v_seed=args.seed if args.node2vec else None)
     pairs = sum(len(hid) + len(neg) for hid, neg in _scored(splits))
     print(json.dumps({"experiment": "linkpriv", "dataset": args.dataset, "model": args.model,
                       "training": args.training,
@@ -182,6 +311,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--q", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--gin",
+        action="store_true",
+        help="table: also GIN accuracy (Table 2's third column) on the generated graphs",
+    )
+    ap.add_argument(
+        "--node2vec",
+        action="store_true",
+        help="linkpriv: also the node2vec + MLP predictor (the official code's)",
+    )
     args = ap.parse_args()
     t0 = time.time()
 

@@ -49,6 +49,43 @@ def test_link_auc_is_one_for_the_original_and_chance_for_nothing():
     assert leak["orig_cn"] == empty["orig_cn"]  # the references read the training graph only
 
 
+def test_node2vec_predictor_reads_the_links_and_leaves_the_other_scores_alone():
+    """The official code's predictor (node2vec + MLP) ranks the hidden links of a graph it was
+    given whole far above chance, is at chance on empty graphs, and adds keys only."""
+    n, edges = 60, _ring_with_chords(60)
+    rng = np.random.default_rng(2)
+    splits = [nodp._split(edges, n, rng) for _ in range(3)]
+    plain = nodp.link_aucs(splits, [n] * 3, [edges] * 3, np.random.default_rng(5), align=False)
+    leak = nodp.link_aucs(
+        splits, [n] * 3, [edges] * 3, np.random.default_rng(5), align=False, n2v_seed=0
+    )
+    assert {k: leak[k] for k in plain} == plain
+    assert leak["gen_n2v"] > 0.9 and leak["gen_n2v_max"] >= leak["gen_n2v"]
+    assert leak["orig_n2v_max"] > 0.6  # the 80 % training graph still carries the ring
+    none = [np.zeros((0, 2), np.int64)] * 3
+    empty = nodp.link_aucs(splits, [n] * 3, none, np.random.default_rng(5), n2v_seed=0)
+    assert empty["gen_n2v"] == 0.5 and empty["gen_n2v_max"] == 0.5
+    assert empty["orig_n2v"] == leak["orig_n2v"]  # the reference reads the training graphs only
+
+
+def test_gin_row_scores_generated_graphs_as_the_gin_metric_does():
+    """``table --gin``: the originals as the generated collection score as the originals
+    (same folds, weights, batches); empty graphs fall to about chance."""
+    from ldpgraph.simulation.datasets.graph_collections import union
+
+    sizes = range(5, 25)
+    graphs = [(np.array([(i, (i + 1) % n) for i in range(n)]), n) for n in sizes] + [
+        (np.array([(0, i) for i in range(1, n)]), n) for n in sizes
+    ]
+    labels = np.repeat(np.arange(2), len(sizes))
+    original = union("toy", graphs, labels)
+    same = nodp.gin_row(original, graphs, seed=0)
+    assert same["gin_generated"] == same["gin_original"] >= 0.95
+    assert same["gin_majority"] == 0.5
+    empty = nodp.gin_row(original, [(np.zeros((0, 2), np.int64), n) for _, n in graphs], seed=0)
+    assert empty["gin_generated"] <= 0.65 and empty["gin_original"] == same["gin_original"]
+
+
 def test_complete_graphs_have_no_pairs_to_score():
     n = 6
     full = np.array([(u, v) for u in range(n) for v in range(u + 1, n)], np.int64)
@@ -65,8 +102,12 @@ def test_summary_and_table(tmp_path):
         for s in range(3)
     ] + [{**base, "model": "gvae", "training": "nodp", "epsilon": None, "seed": 0,
           "gen_adj": 0.52, "gen_cn": 0.56}]  # fmt: skip
+    n2v = {"gen_n2v": 0.6, "gen_n2v_max": 0.7, "orig_n2v": 0.8, "orig_n2v_max": 0.9}
+    rerun = {**rows[0], **n2v, "train_s": 7.0}  # seed 0 again with the node2vec predictor
     path = tmp_path / "runs.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + '\n{"experiment": "table"}\n')
+    lines = [json.dumps(r) for r in [*rows, rerun]]
+    path.write_text("\n".join(lines) + '\n{"experiment": "table"}\n')
+    assert len(fig3.load([path])) == len(rows)  # the rerun merged into its run
     summary = fig3.summarise(fig3.load([path]))
     assert [(c["model"], c["training"], c["seeds"]) for c in summary] == [
         ("ggan", "paper", [0, 1, 2]),
@@ -77,4 +118,6 @@ def test_summary_and_table(tmp_path):
     text = fig3.table(summary)
     assert "| dblp | DPGGAN | paper | 1 | ∞ | 3 | 0.520 ± 0.020 |" in text
     assert "GVAE (no DP)" in text
+    assert "| 0.600 (1 seed) (0.700 (1 seed)) | 0.800 (1 seed) (0.900 (1 seed)) |" in text
+    assert summary[1]["gen_n2v"] is None and text.splitlines()[-1].count("| – |") == 2
     assert fig3.figure(summary, tmp_path).stat().st_size > 0
