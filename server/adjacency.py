@@ -54,16 +54,25 @@ def symmetric_csr(
     for every edge ``(u, v)`` (``w`` = 1 without weights) and ``loop`` on the diagonal when
     given; columns ascending within each row.
 
-    ``edges`` is canonical (each undirected edge once, ``u < v``); unsorted rows are sorted
-    first (a copy). ``val`` is float32 (each weight rounded once, as PyG's float32 weights).
+    ``edges`` is canonical (each undirected edge once, ``u < v``: anything else is a
+    ``ValueError``); unsorted rows are sorted first (a copy). ``val`` is float32 (each
+    weight rounded once, as PyG's float32 weights).
     """
     edges = np.asarray(edges).reshape(-1, 2)
     if weight is not None:
         weight = np.asarray(weight, dtype=np.float32)
     if edges.shape[0] and not is_sorted_unique(edges, n):
-        order = np.argsort(edges[:, 0].astype(np.int64) * n + edges[:, 1], kind="stable")
+        keys = edges[:, 0].astype(np.int64) * n + edges[:, 1]
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        if (keys[1:] == keys[:-1]).any():
+            raise ValueError("symmetric_csr takes each undirected edge once (a pair repeats)")
+        del keys
         edges = edges[order]
         weight = None if weight is None else weight[order]
+    for a in range(0, edges.shape[0], CHUNK):
+        if not (edges[a : a + CHUNK, 0] < edges[a : a + CHUNK, 1]).all():
+            raise ValueError("symmetric_csr takes canonical edges (u < v for every edge)")
     u, v = edges[:, 0], edges[:, 1]
     m = edges.shape[0]
     has_loop = loop is not None

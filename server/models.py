@@ -117,12 +117,12 @@ class SymmetricGCNConv(GCNConv):
 class GCN(nn.Module):
     """Two GCNConv layers (Kipf & Welling).
 
-    It takes the weighted CSR adjacency (``sparse_adjacency``): PyG normalises it once and
-    propagates with one sparse-dense product, the same result as with ``edge_index`` and
-    weights (checked on Cora and Facebook: identical accuracies) but faster on large graphs.
-    ``cached=True`` stores the symmetric normalisation of the first graph it sees: training is
-    full-batch and transductive, so one model instance only ever sees one graph. Do not reuse a
-    trained instance on another graph.
+    It takes the weighted CSR adjacency (``sparse_adjacency``) and propagates with one
+    sparse-dense product, the same result as with ``edge_index`` and weights but faster on
+    large graphs. Training hands both layers the normalised matrix once
+    (:meth:`use_normalized`); a model given a raw graph instead normalises it itself and
+    caches it (``cached=True``): training is full-batch and transductive, so one model
+    instance only ever sees one graph. Do not reuse a trained instance on another graph.
     """
 
     uses_edges = True
@@ -134,6 +134,7 @@ class GCN(nn.Module):
         self.conv1 = SymmetricGCNConv(in_dim, hidden, cached=True)
         self.conv2 = SymmetricGCNConv(hidden, num_classes, cached=True)
         self.dropout = dropout
+        self._normalized: Tensor | None = None
         discard_generated_files(self)
 
     def center_inputs(self, mean: Tensor) -> None:
@@ -146,10 +147,16 @@ class GCN(nn.Module):
         it is given: one copy of the matrix for both layers instead of one each, and none of
         ``gcn_norm``'s int64 transients (at 10^7 nodes the difference between fitting in
         memory and not). The same matrix ``gcn_norm`` would cache, so the same logits."""
+        self._normalized = adj
         for conv in (self.conv1, self.conv2):
             conv._cached_edge_index = (adj, None)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        if self._normalized is not None:
+            # Set again each call: GCNConv.reset_parameters() empties its cache, and the
+            # layer would then normalise the normalised matrix (self-loops twice).
+            for conv in (self.conv1, self.conv2):
+                conv._cached_edge_index = (self._normalized, None)
         h = self.conv1(x, edge_index, edge_weight).relu()
         h = F.dropout(h, p=self.dropout, training=self.training)
         return self.conv2(h, edge_index, edge_weight)

@@ -226,7 +226,7 @@ def dp_fit(
     ``holds`` is false is sampled and holds no example), per-example clipping to C, noise std
     on the sum, divided by the public q·slots. ``make_batch(slot indices)`` gives the held
     examples' (inputs, labels). The :mod:`.dpsgd` primitives, in a loop of its own so that
-    each epoch can say progress and absent slots cost what present ones do. gap-node and
+    each epoch can say progress and absent slots are sampled like present ones. gap-node and
     dp-sage both train through it."""
     import torch
 

@@ -136,7 +136,9 @@ def _row_sums(cols: Any, crow: Any, values: Any) -> list[_RowSum]:
 class _SplitAdam:
     """torch's fused Adam step (``torch._fused_adam_``, the kernel ``Adam(fused=True).step()``
     calls) applied to row ranges of a weight: the kernel is elementwise, so the rows updated by
-    two calls on two lanes are the rows one call updates, bit for bit (a test holds it). Used
+    two calls on two lanes are the rows one call updates, bit for bit (a test holds it), as long
+    as every range is a whole number of the kernel's vector blocks (rows of a multiple of 64
+    elements: the caller checks; the scalar tail may round one ulp apart). Used
     only for the optimizer it mirrors: one parameter group, fused, no AMSGrad, maximize,
     capturable, differentiable or tensor lr; the state (``step``, ``exp_avg``,
     ``exp_avg_sq``) is the optimizer's own, created by its first ``step()``."""
@@ -206,7 +208,11 @@ class LaneTrainer(SurrogateTrainer):
             self.feature_halves = ((0, f // 2), (f // 2, f))
         half = n // 2
         self.node_halves = ((0, half), (half, n))
-        self.adam = _SplitAdam(self.opt) if _SplitAdam.usable(self.opt) else None
+        # Row halves of W₁ are whole vector blocks of the kernel only while a row is a multiple
+        # of 64 elements: otherwise a half's scalar tail (one rounding apart from the
+        # vectorised loop) would hold elements the whole step computes vectorised.
+        aligned = self.weights[0].shape[1] % 64 == 0
+        self.adam = _SplitAdam(self.opt) if aligned and _SplitAdam.usable(self.opt) else None
         # the epoch's buffers, reused (every element is written before it is read)
         w1, w2 = self.weights[0], self.weights[2]
         h1, h2, k = w1.shape[1], w2.shape[1], self.k

@@ -56,6 +56,17 @@ class PairScorer:
         self.fused: FusedAverage | None = None
         self.counted = 0  # kept pairs, once fused (each once)
 
+    #: Driver-side state: what it has kept and summed. A Ray task that scores a block
+    #: (:meth:`scored_rows`) needs none of it, and pickling the n × d rows and sums into every
+    #: map would cost gigabytes at scale.
+    _DRIVER_ONLY = ("fuse_x0", "fused", "reported_parts", "unreported_parts", "silent_parts")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for name in self._DRIVER_ONLY:
+            state[name] = None
+        return state
+
     def scored(self, blk: PairBlock, dots: np.ndarray | None = None) -> Scored:
         """One block's reported pairs with P_ij ≥ threshold: (i, j, P_ij). ``dots`` holds the
         dot products of rows blk.start.. with rows blk.start.. (from

@@ -241,3 +241,20 @@ def test_fused_in_the_10_7_regime_over_many_key_ranges(monkeypatch, silent):
             r, observed, rows, p, 0.5, **kw, fuse_features=bits, tau=0.99, fuse_pairs=fuse_pairs
         )
         _check(plain, fused, bits, 0.99)
+
+
+def test_a_pickled_scorer_leaves_the_driver_state_behind():
+    """What a Ray task receives: the scorer's inputs, not the n × d rows and sums it fuses."""
+    import pickle
+
+    from ldpgraph.protocols.ldp.hogs_scorer import PairScorer
+
+    scorer = PairScorer.__new__(PairScorer)
+    scorer.__dict__.update(
+        p=0.1, threshold=0.5, mu=1.0, fuse_x0=np.ones((50, 4)), fused=object.__new__(object),
+        reported_parts=[1], unreported_parts=[2], silent_parts=[3],
+    )  # fmt: skip
+    state = pickle.loads(pickle.dumps(scorer)).__dict__
+    assert state["p"] == 0.1 and state["threshold"] == 0.5
+    assert all(state[k] is None for k in PairScorer._DRIVER_ONLY)
+    assert scorer.fuse_x0 is not None and scorer.reported_parts == [1]  # the driver's intact

@@ -126,6 +126,11 @@ def test_the_model_sees_the_same_logits(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert torch.equal(a(x_t, adj), b(x_t, pyg_csr(edges, 240, None)))
+        # A layer reset empties GCNConv's cache: the model must not normalise adj again.
+        before = a(x_t, adj)
+        a.conv1.reset_parameters()
+        a.conv1.load_state_dict(b.conv1.state_dict())
+        assert torch.equal(a(x_t, adj), before)
 
 
 @pytest.mark.parametrize(
@@ -156,3 +161,11 @@ def test_float32_features_are_shared_not_copied():
         bad = x.copy()
         bad[37, 2] = np.nan  # in a later block than the first
         tensors.validate_inputs(np.zeros((0, 2), int), bad, np.arange(50) % 2, None, None)
+
+
+@pytest.mark.parametrize(
+    "edges", [[[2, 1], [0, 3]], [[0, 3], [1, 2], [0, 3]], [[1, 1]]], ids=["u>v", "repeat", "loop"]
+)
+def test_a_non_canonical_edge_list_is_refused(edges):
+    with pytest.raises(ValueError, match="symmetric_csr"):
+        adjacency.symmetric_csr(np.array(edges, dtype=np.int64), 5)
