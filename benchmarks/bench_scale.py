@@ -43,7 +43,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 
-from rss import peak_rss, rss_bytes
+from rss import cpu_seconds, peak_rss, rss_bytes
 
 STAGES = ("collect", "reconstruct", "train")
 
@@ -58,11 +58,11 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
 def sampled(record: dict, name: str):
     """Seconds, CPU seconds (this process and its finished workers: on a loaded machine the
     steadier figure) and the peak RSS (sampled every 5 ms) of a block."""
-    c0 = cpu_seconds()
+    c0 = cpu_seconds(children=True)
     with peak_rss() as measured:
         yield
     record[f"{name}_s"] = round(measured.seconds, 3)
-    record[f"{name}_cpu_s"] = round(cpu_seconds() - c0, 1)
+    record[f"{name}_cpu_s"] = round(cpu_seconds(children=True) - c0, 1)
     record[f"{name}_peak_mib"] = measured.peak_mib
 
 
@@ -231,7 +231,9 @@ def one(n: int, mode: str, args: argparse.Namespace) -> dict:
                 stage("bench: the features-only floor")
                 rec.update(floor(config, prepared, curator, workers))
     rec["reported_ones"] = collector.ones
-    rec["process_cpu_s"] = round(cpu_seconds(), 1)  # this process and its finished workers
+    rec["process_cpu_s"] = round(
+        cpu_seconds(children=True), 1
+    )  # this process and its finished workers
     rec["collect_cpu_s"] = round(collector.cpu, 3)
     rec["epochs"] = config.epochs
     rec["peak_rss_mib"] = peak_mib()
@@ -263,15 +265,6 @@ def floor(config, prepared, curator, workers: int | None) -> dict:
     return out
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process and of its finished children (the collection's workers)."""
-    me, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 class Counting:
     """A collector that counts the reported 1-bits of what ``inner`` collects, and the CPU
     seconds it took (on a loaded machine the wall time says less)."""
@@ -282,9 +275,9 @@ class Counting:
         self.cpu = 0.0
 
     def collect(self, protocol, message, length):
-        c0 = cpu_seconds()
+        c0 = cpu_seconds(children=True)
         replies = self.inner.collect(protocol, message, length)
-        self.cpu += cpu_seconds() - c0
+        self.cpu += cpu_seconds(children=True) - c0
         reports = replies.reports
         if hasattr(reports, "indices"):  # a ReportBatch
             self.ones += int(reports.indices.size)
@@ -480,7 +473,8 @@ def main() -> None:
             now, peak = memory.line()
             # CPU seconds too: on the loaded 2-core machine the wall clock says little.
             print(
-                f"[{time.perf_counter() - t0:7.1f}s] [cpu {cpu_seconds():7.1f}s] [rss {now:5.2f} "
+                f"[{time.perf_counter() - t0:7.1f}s] [cpu {cpu_seconds(children=True):7.1f}s] "
+                f"[rss {now:5.2f} "
                 f"GiB, peak since last line {peak:5.2f} GiB] {message}",
                 file=sys.stderr,
                 flush=True,

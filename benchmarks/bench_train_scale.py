@@ -25,18 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 from types import SimpleNamespace
 
-from rss import peak_rss, rss_bytes
-
-
-def cpu_seconds() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return me.ru_utime + me.ru_stime
+from rss import cpu_seconds, peak_rss, rss_bytes
 
 
 def stand_in(n: int, per_node: float, d: int, classes: int, seed: int = 0):
