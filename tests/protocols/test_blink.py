@@ -598,6 +598,7 @@ def test_privacy_reports(name, params, parts):
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_equals_local_fp_blink():
     from ldpgraph.simulation.config import RunConfig
     from ldpgraph.simulation.datasets import load_dataset

@@ -152,6 +152,7 @@ def test_registry_and_config_round_trip():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_equals_local_rr():
     from ldpgraph.simulation.config import RunConfig
     from ldpgraph.simulation.datasets import load_dataset

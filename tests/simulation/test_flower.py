@@ -22,7 +22,7 @@ from ldpgraph.simulation.splits import make_split
 from ..support.faults import make_faulty_app
 from ..support.flower_engine import releases_in_one_engine
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def release_with(backend: str, graph, config: RunConfig, client_app=None):
