@@ -125,8 +125,8 @@ _RUNNING: dict[str, Any] = {}
 
 def _engine_command(argv: list[str]) -> bool:
     """Whether a started process is an engine, or an ``ldpgraph run`` on a backend other than
-    ``local`` (the default backend is Flower's simulation engine)."""
-    if not argv:
+    ``local`` (the default backend is Flower's simulation engine); a ``--help`` is neither."""
+    if not argv or {"--help", "-h", "--version"} & set(argv):
         return False
     if Path(argv[0]).name in ENGINE_PROGRAMS:
         return True

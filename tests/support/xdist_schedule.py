@@ -8,7 +8,8 @@ Two kinds of work unit, each run whole by one worker:
   their own timeouts. The unit is handed out first (it is the longest) and its ``wallclock``
   tests run last in it, when the other worker has little or nothing left to run beside them;
 - every other module, whole: its fixtures are built once and its tests run in their written
-  order, as in a serial run.
+  order, as in a serial run; a folder with package-scoped fixtures (:data:`PACKAGE_UNITS`),
+  whole.
 
 xdist's own ``loadgroup`` reads ``xdist_group`` marks through the item's ``_nodeid``, which
 pytest 9.2 no longer uses, so it groups nothing: :class:`SuiteScheduling` replaces it. Workers
@@ -31,12 +32,24 @@ from xdist.scheduler import LoadScopeScheduling
 
 #: The work unit of the serial tests.
 SERIAL = "serial"
+#: Folders whose conftest builds package-scoped fixtures: each runs whole on one worker, so
+#: the fixtures are built once (tests/test_xdist_schedule.py holds the list complete).
+PACKAGE_UNITS = ("tests/server/evaluation/",)
 #: The workerinput key naming the folder of the workers' serial test ids.
 KEY = "ldpgraph_serial_ids"
 
 
 def is_serial(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(m) for m in ("engine", "wallclock"))
+
+
+def unit_of(nodeid: str, serial: set[str]) -> str:
+    """The work unit of a test: the serial unit, its package's (:data:`PACKAGE_UNITS`) or
+    its module's."""
+    if nodeid in serial:
+        return SERIAL
+    module = nodeid.split("::", 1)[0]
+    return next((f for f in PACKAGE_UNITS if module.startswith(f)), module)
 
 
 def order_for_workers(items: list[pytest.Item], folder: str, worker: str) -> None:
@@ -70,7 +83,7 @@ class SuiteScheduling(LoadScopeScheduling):
             self._serial = set()
             for path in self._folder.glob("*.json"):
                 self._serial.update(json.loads(path.read_text()))
-        return SERIAL if nodeid in self._serial else nodeid.split("::", 1)[0]
+        return unit_of(nodeid, self._serial)
 
     def schedule(self) -> None:
         reorder = self.config.option.loadscopereorder
