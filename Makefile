@@ -40,16 +40,23 @@ run: $(VENV)/.installed
 	@$(RECORD_DATA)
 	$(VENV)/bin/ldpgraph run $(RUN_ARGS)
 
+# The suite on TEST_WORKERS pytest-xdist workers (two: CI's cores). The tests marked `engine`
+# (Ray, Flower, SuperLink deployments) run one at a time on one worker, the `wallclock` ones
+# last among them; every other module runs whole on one worker (tests/conftest.py). A single
+# test file runs serially as ever: `$(PY) -m pytest tests/...`.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
+
 test: $(VENV)/.installed-test
 	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q --durations=60
+	$(PY) -m pytest -q --durations=60 $(XDIST)
 
 # The inner loop: everything but the end-to-end tests marked `slow` (Flower, Ray, deployments).
 test-fast: $(VENV)/.installed-test
 	@$(RECORD_DATA)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" $(XDIST)
 
 # The CUDA path, on a machine with a CUDA GPU: the tests marked `gpu` (skipped elsewhere), then
 # benchmarks/bench_gpu.py (HoGS's numpy curator beside the torch one on the GPU, n = 10^4 and

@@ -5,8 +5,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,16 +75,22 @@ def ldpgraph_env(tmp_path_factory: pytest.TempPathFactory):
                 if not any(fnmatch.fnmatch(n, g) for g in (*TMP_KEPT, "pymp-*", "ray"))
             ]
             shutil.rmtree(tmp, ignore_errors=True)
-    exclude = {Path(tmp).name}
-    if base.is_relative_to("/tmp"):
-        exclude.add(base.relative_to("/tmp").parts[0])
-    left += [f"/tmp/{n}" for n in tmp_leftovers(before, exclude)]
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # an xdist worker: the controller checks /tmp
+        left += [f"/tmp/{n}" for n in tmp_leftovers(before, _tmp_exclude(base, tmp))]
     if left:
         pytest.fail(f"the test session left temp files behind: {', '.join(left)}")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if _controller(config) and config.pluginmanager.hasplugin("xdist"):
+        from .support.xdist_schedule import XdistGroups
+
+        config.pluginmanager.register(XdistGroups(), "ldpgraph-xdist-groups")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped on machines without CUDA."""
+    """Tests marked ``gpu`` are skipped on machines without CUDA; on an xdist worker of
+    ``make test`` the tests are put in the order its scheduling needs (support/xdist_schedule)."""
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if gpu:
         import torch
@@ -90,6 +98,77 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not torch.cuda.is_available():
             for item in gpu:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+    folder = getattr(config, "workerinput", {}).get("ldpgraph_serial_ids")
+    if folder:
+        from .support.xdist_schedule import order_for_workers
+
+        order_for_workers(items, folder, config.workerinput["workerid"])
+
+
+#: The programs that start an engine: Ray's daemons (a local Ray: Flower's simulation engine,
+#: the Ray curator) and Flower's SuperLink, SuperNodes, apps and CLI.
+ENGINE_PROGRAMS = frozenset(
+    {
+        "gcs_server",
+        "raylet",
+        "ray",
+        "flwr",
+        "flower-superlink",
+        "flower-supernode",
+        "flower-simulation",
+        "flwr-serverapp",
+        "flwr-clientapp",
+    }
+)
+_RUNNING: dict[str, Any] = {}
+
+
+def _engine_command(argv: list[str]) -> bool:
+    """Whether a started process is an engine, or an ``ldpgraph run`` on a backend other than
+    ``local`` (the default backend is Flower's simulation engine); a ``--help`` is neither."""
+    if not argv or {"--help", "-h", "--version"} & set(argv):
+        return False
+    if Path(argv[0]).name in ENGINE_PROGRAMS:
+        return True
+    cli = Path(argv[0]).name == "ldpgraph" or "ldpgraph.simulation.cli" in argv[:3]
+    if not cli or "run" not in argv:
+        return False
+    backend = next((a.split("=", 1)[1] for a in argv if a.startswith("--backend=")), None)
+    if "--backend" in argv[:-1]:
+        backend = argv[argv.index("--backend") + 1]
+    return backend != "local"
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "subprocess.Popen" or "item" not in _RUNNING:
+        return
+    argv = args[1]
+    argv = [argv] if isinstance(argv, (str, bytes, os.PathLike)) else list(argv or [])
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
+    if _engine_command(argv):
+        _RUNNING["engines"].append(" ".join([Path(argv[0]).name, *argv[1:2]]))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _RUNNING.update(item=item, engines=[])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A test that starts an engine must be marked ``engine``: unmarked, ``make test`` would
+    run it beside another engine on the other worker."""
+    engines = _RUNNING.pop("engines", [])
+    _RUNNING.pop("item", None)
+    if engines and not item.get_closest_marker("engine"):
+        pytest.fail(
+            f"{item.nodeid} starts an engine ({engines[0]}) but is not marked "
+            "@pytest.mark.engine (make test runs engines one at a time)",
+            pytrace=False,
+        )
 
 
 needs_mirror = pytest.mark.skipif(
@@ -100,8 +179,47 @@ needs_mirror = pytest.mark.skipif(
 _EXIT_STATUS: dict[str, int] = {}
 
 
+def _tmp_exclude(base: Path, *private: str) -> set[str]:
+    """Entries of /tmp a test session may leave: its private dirs and pytest's basetemp."""
+    exclude = {Path(p).name for p in private}
+    if base.is_relative_to("/tmp"):
+        exclude.add(base.relative_to("/tmp").parts[0])
+    return exclude
+
+
+def _controller(config: pytest.Config) -> bool:
+    """Whether this process hands the tests to xdist workers (``pytest -n N``, N > 0)."""
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
+_TMP_BEFORE: dict[str, set[str]] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        _TMP_BEFORE["names"] = set(os.listdir("/tmp"))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _EXIT_STATUS["status"] = int(exitstatus)
+    """Under xdist, the /tmp check of :func:`ldpgraph_env` runs here, once every worker has
+    ended: a worker checking /tmp would see its neighbour's files in use."""
+    if "names" in _TMP_BEFORE:
+        base = session.config._tmp_path_factory.getbasetemp().resolve()
+        left = tmp_leftovers(_TMP_BEFORE.pop("names"), _tmp_exclude(base))
+        if left:
+            _TMP_LEFT.extend(f"/tmp/{n}" for n in left)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _EXIT_STATUS["status"] = int(session.exitstatus)
+
+
+_TMP_LEFT: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _TMP_LEFT:
+        terminalreporter.write_line(
+            f"FAILED: the test session left temp files behind: {', '.join(_TMP_LEFT)}", red=True
+        )
 
 
 @pytest.hookimpl(trylast=True)

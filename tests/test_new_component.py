@@ -157,6 +157,7 @@ def test_a_plugged_in_protocol_and_metric_run_everywhere(plugin, tmp_path, capsy
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_a_plugged_in_protocol_runs_on_the_flower_backend(plugin, tmp_path, capsys):
     pytest.importorskip("flwr")
     flower = _run(capsys, "--backend", "flower", "--ray-actors", "1", "--nodes-per-client", "30")

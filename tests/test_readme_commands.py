@@ -37,7 +37,8 @@ import pytest
 
 from .test_docs_commands import ROOT, commands, shell_blocks
 
-pytestmark = pytest.mark.slow  # minutes: two Flower runs, one measuring every dataset
+# minutes: two Flower runs, one measuring every dataset
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 README_COMMANDS = [
     c for block in shell_blocks((ROOT / "README.md").read_text()) for c in commands(block)

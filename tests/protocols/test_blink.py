@@ -1,5 +1,6 @@
 """Blink, FP-BLink and BLink + FR: the discrete-Laplace degree and the client's budget split
-(statistically), the sparse server against the literal dense one, and the privacy reports."""
+(statistically), the sparse server against the literal dense one, and the privacy reports.
+FP-BLink through Flower against the local backend: tests/simulation/test_flower.py."""
 
 from __future__ import annotations
 
@@ -592,23 +593,3 @@ def test_privacy_reports(name, params, parts):
         assert any("per feature BIT" in note for note in rep.notes)
     else:
         assert "public" in rep.unit
-
-
-# ------------------------------------------------------------------ through Flower
-
-
-@pytest.mark.slow
-def test_flower_equals_local_fp_blink():
-    from ldpgraph.simulation.config import RunConfig
-    from ldpgraph.simulation.datasets import load_dataset
-
-    from .test_rr import release_with
-
-    graph = load_dataset("synthetic:n=40,classes=3,d=20,avg_degree=5,seed=3")
-    cfg = RunConfig(protocol="fp-blink", epsilon=6.0, seed=5, nodes_per_client=3, ray_actors=2)
-    cfg.validate()
-    local = release_with("local", graph, cfg)
-    fl = release_with("flower", graph, cfg)
-    assert fl.fingerprint() == local.fingerprint()
-    assert fl.stats["degree_reports"] == 40 and fl.stats["adjacency_reports"] == 40
-    assert fl.stats["collection"]["rounds"][0]["replied"] == 40

@@ -1,5 +1,6 @@
 """Plain RR (``rr``, ``rr-edge``): the budget split end to end, the combined graph against the
-dense reference, the privacy report, and the same release through Flower as locally."""
+dense reference, and the privacy report. The same release through Flower as locally is
+tests/simulation/test_flower.py's (one engine start for every baseline)."""
 
 from __future__ import annotations
 
@@ -27,20 +28,6 @@ Z999 = 3.2905
 
 def inside(successes: int, trials: int, p: float) -> bool:
     return abs(successes / trials - p) <= Z999 * math.sqrt(p * (1 - p) / trials)
-
-
-def release_with(backend: str, graph, config):
-    """One protocol run through a backend (as tests/simulation/test_flower.py's helper, with
-    the curator view given the true features for every edge-only protocol)."""
-    from ldpgraph.simulation.backends import flower
-    from ldpgraph.simulation.backends.local import run_protocol as run_local
-    from ldpgraph.simulation.pipeline import curator_view
-
-    protocol = make_protocol(config.protocol, **config.protocol_params())
-    curator = curator_view(graph, uses_public_features(config.protocol))
-    if backend == "local":
-        return run_local(protocol, graph, curator, config.seed)[0]
-    return flower.run_protocol(protocol, graph, curator, config)[0]
 
 
 def random_graph(n: int, d: int, seed: int) -> Graph:
@@ -149,17 +136,3 @@ def test_registry_and_config_round_trip():
         make_protocol("rr", epsilon=1.0, combine="xor")
     with pytest.raises(ValueError, match="feature_share"):
         make_protocol("rr", epsilon=1.0, feature_share=1.0)
-
-
-@pytest.mark.slow
-def test_flower_equals_local_rr():
-    from ldpgraph.simulation.config import RunConfig
-    from ldpgraph.simulation.datasets import load_dataset
-
-    graph = load_dataset("synthetic:n=40,classes=3,d=20,avg_degree=5,seed=2")
-    cfg = RunConfig(protocol="rr", epsilon=4.0, seed=3, nodes_per_client=4, ray_actors=2)
-    cfg.validate()
-    local = release_with("local", graph, cfg)
-    fl = release_with("flower", graph, cfg)
-    assert fl.fingerprint() == local.fingerprint()
-    assert fl.stats["collection"]["rounds"][0]["replied"] == 40

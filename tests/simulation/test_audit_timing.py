@@ -41,6 +41,7 @@ def test_the_old_sampler_fails_the_timing_row_on_a_clock_of_counted_work(eps):
 
 
 @pytest.mark.slow
+@pytest.mark.wallclock
 def test_the_old_sampler_fails_the_timing_row_on_the_wall_clock():
     """The same leak on the real clock, at ε = 0.8 and the audit's size (1.5·10^5 pairs):
     ε_lb ≈ 3 on a quiet machine. A loaded machine blurs the clock and can only hide a leak
@@ -80,6 +81,7 @@ def test_timing_needs_enough_draws():
 
 
 @pytest.mark.slow
+@pytest.mark.wallclock
 def test_a_deployed_nodes_rr_row_passes_where_the_sparse_row_fails():
     """ε = 8, 1.5·10^5 pairs (the audit's size): the simulation's sparse row (its work grows
     with the degree and with the flipped zeros) fails by a wide margin (ε_lb ≈ 9.3, on an event
@@ -97,6 +99,7 @@ def test_a_deployed_nodes_rr_row_passes_where_the_sparse_row_fails():
 
 
 @pytest.mark.slow
+@pytest.mark.wallclock
 def test_the_node_sampler_passes_the_timing_row_at_the_audit_size():
     """1.5·10^5 draws per input (the attack's size) at ε = 0.8 and 4: within claim + 0.1."""
     assert "timing" in AUDITS

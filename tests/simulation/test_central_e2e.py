@@ -81,6 +81,7 @@ def test_an_unseeded_central_release_is_not_replayable_and_a_seeded_one_is():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_backend_releases_what_the_local_backend_releases():
     """The same seed gives the same raw uploads through Flower's simulation engine, so the same
     release (seeded: replayable); every virtual SuperNode's nodes answered the plain upload.
@@ -99,6 +100,7 @@ def test_flower_backend_releases_what_the_local_backend_releases():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_backend_model_release():
     _, flower = local_and_flower(_config("toy-majority", seed=2))
     assert flower["release_kind"] == "model"

@@ -59,6 +59,7 @@ def test_ray_blocks_connect_once_on_the_first_map():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_two_node_cluster_gives_the_same_release():
     """HoGS on a small synthetic graph, curator on threads and on a two-node local Ray cluster
     (head + one `ray start --address` node, one CPU each): identical edges, weights and

@@ -29,7 +29,7 @@ from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
 # Real SuperLinks, SuperNodes and Ray clusters as processes: end-to-end, out of `make test-fast`.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

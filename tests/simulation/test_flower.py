@@ -22,7 +22,7 @@ from ldpgraph.simulation.splits import make_split
 from ..support.faults import make_faulty_app
 from ..support.flower_engine import releases_in_one_engine
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def release_with(backend: str, graph, config: RunConfig, client_app=None):
@@ -239,8 +239,11 @@ def test_error_in_the_server_stops_every_process(tmp_path):
 
 
 #: Every baseline with the Flower path of its own rounds (multi-round LDPGen, Blink's, the
-#: sampling of HoGS-ARR on the node's own SAMPLING stream), on one graph and configuration.
+#: sampling of HoGS-ARR on the node's own SAMPLING stream) and plain RR, on one graph and
+#: configuration.
 BASELINES = [
+    ("rr", {}),
+    ("fp-blink", {}),
     ("blink-hard", {}),
     ("ldpgen", {}),
     ("fp-ldpgen", {}),
@@ -252,8 +255,8 @@ BASELINES = [
 
 def test_baselines_through_flower_equal_local():
     """Each baseline's release through Flower equals the local backend's. One engine start
-    carries all six (tests/support/flower_engine.py: the same ServerApp path per protocol, a
-    node store and ledgers of its own each) instead of six starts of Ray."""
+    carries all eight (tests/support/flower_engine.py: the same ServerApp path per protocol, a
+    node store and ledgers of its own each) instead of eight starts of Ray."""
     graph = load_dataset("synthetic:n=40,classes=2,d=12,avg_degree=4,seed=6")
     cfgs = [
         RunConfig(
@@ -274,6 +277,8 @@ def test_baselines_through_flower_equal_local():
         assert fl.fingerprint() == local.fingerprint(), cfg.protocol
         for stats in fl.stats["collection"]["rounds"]:
             assert stats["replied"] == 40, (cfg.protocol, stats)
+        if cfg.protocol == "fp-blink":
+            assert fl.stats["degree_reports"] == 40 and fl.stats["adjacency_reports"] == 40
 
 
 def test_only_the_engine_module_calls_the_deprecated_entry():

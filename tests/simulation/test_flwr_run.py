@@ -103,6 +103,7 @@ def test_an_empty_split_is_refused_before_flwr_starts(monkeypatch, dataset, spli
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_api_flower_backend_runs_flwr_run_with_the_local_fingerprint(monkeypatch):
     """``ldpgraph.run(backend="flower")`` goes through ``flwr run``, never ``run_simulation``,
     gives the local backend's fingerprint and leaves no process or temp dir behind."""
@@ -189,6 +190,7 @@ def test_flwr_local_run_reads_the_data_root_make_recorded(tmp_path, given):
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flwr_run_dot(tmp_path):
     home = str(tmp_path / "flwr")
     result = tmp_path / "result.json"
@@ -218,6 +220,7 @@ def test_flwr_run_dot(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
     """Ctrl-C during ``run_with_flwr``: the detached SuperLink, SuperExec, the simulation and
     Ray are stopped by pid, the private dir and the nodes' rows are gone."""

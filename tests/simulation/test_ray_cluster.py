@@ -33,7 +33,7 @@ from ldpgraph.simulation.processes import kill_under, pids_under
 from ldpgraph.simulation.results.store import ResultsStore
 
 # Real SuperLinks, SuperNodes and Ray clusters as processes: end-to-end, out of `make test-fast`.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

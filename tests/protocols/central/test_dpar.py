@@ -205,6 +205,7 @@ def test_pipeline_runs_dpar_gm_end_to_end():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_backend_releases_what_the_local_backend_releases():
     _, flower = local_and_flower(_config("dpar-gm", seed=4))
     assert flower["release_kind"] == "model"

@@ -540,6 +540,7 @@ def test_pipeline_runs_privdpr_end_to_end():
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_flower_backend_releases_what_the_local_backend_releases():
     _, flower = local_and_flower(_config("privdpr", seed=4))
     assert flower["release_kind"] == "graph"

@@ -42,6 +42,7 @@ TINY = "synthetic:n=40,classes=2,d=8,avg_degree=4,seed=3"
 
 
 @pytest.mark.slow
+@pytest.mark.engine
 def test_the_in_process_engine_relays_them_too():
     """Sweeps call the pipeline, whose ``flower`` collection runs Flower's in-process engine:
     the ServerApp's thread says its stage lines to the caller's listener."""
