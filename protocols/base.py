@@ -184,6 +184,13 @@ class LdpProtocol(ABC):
     privacy_model: str = "ldp"
 
     @classmethod
+    def privacy_model_of(cls, name: str) -> str:
+        """The privacy model of what this class builds under the registered ``name``, known
+        without building it (``--help`` groups by it): a class registered under a private
+        name and its non-private reference overrides this."""
+        return cls.privacy_model
+
+    @classmethod
     def from_params(cls, name: str, **params: Any) -> LdpProtocol:
         """Build from the registry's checked parameters; ``name`` is the registered name (a
         class registered under several names tells them apart by it)."""

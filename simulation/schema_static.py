@@ -94,9 +94,11 @@ def _live_entry(name: str) -> ProtocolEntry:
     from ldpgraph.protocols import registry
 
     info = registry.protocol_info(name)
-    # The instance's: one class may register a private name and its non-private reference
-    # (dpar-gm / dpar-nodp), and only the built protocol knows which it is.
-    model = getattr(registry.make_protocol(name), "privacy_model", "ldp")
+    # By name: one class may register a private name and its non-private reference
+    # (dpar-gm / dpar-nodp). Nothing is built (a run builds its protocol once).
+    cls = info.resolve()
+    of = getattr(cls, "privacy_model_of", None)
+    model = of(name) if of is not None else getattr(cls, "privacy_model", "ldp")
     return ProtocolEntry(name, info.params, info.summary, model)
 
 

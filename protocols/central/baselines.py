@@ -240,8 +240,7 @@ class EdgePerturbation(CentralStrategy):
             raise ValueError(f"unknown edge perturbation {name!r}; one of {list(VARIANTS)}")
         self.name = name
         self.label, self.private = VARIANTS[name]
-        # random deletion/addition: a defence without a guarantee, like PPGSL's
-        self.privacy_model = "central" if self.private else "empirical"
+        self.privacy_model = self.privacy_model_of(name)
         defaults = {param.name: param.default for param in (EDGE_EPSILON, EDGE_RATIO)}
         self.p = Params({**defaults, **params})
         eps1 = LAPGRAPH_COUNT_SHARE * float(self.p.epsilon)
@@ -255,6 +254,11 @@ class EdgePerturbation(CentralStrategy):
                 f"edge-delete: edge_ratio must be in [0, 1] (a share of the edges), got "
                 f"{self.p.edge_ratio!r}"
             )
+
+    @classmethod
+    def privacy_model_of(cls, name: str) -> str:
+        # random deletion/addition: a defence without a guarantee, like PPGSL's
+        return "central" if VARIANTS.get(name, ("", True))[1] else "empirical"
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> EdgePerturbation:

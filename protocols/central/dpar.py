@@ -150,8 +150,7 @@ class Dpar(CentralStrategy):
             raise ValueError(f"unknown DPAR variant {variant!r}")
         self.variant = variant
         self.name = next(name for name, v in VARIANTS.items() if v == variant)
-        # DPARNoDP is the non-private reference, like the LDP side's `none`.
-        self.privacy_model = "none" if variant == "nodp" else "central"
+        self.privacy_model = self.privacy_model_of(self.name)
         p = {param.name: param.default for param in _COMMON + _APPR + _DP + _DP_APPR}
         p.update({CLIP_GM.name: CLIP_GM.default, CLIP_EM.name: CLIP_EM.default})
         p.update({EM1_VALUE_SHARE.name: EM1_VALUE_SHARE.default})
@@ -164,6 +163,11 @@ class Dpar(CentralStrategy):
                 f"delta/q_prime = {budgets.delta_raw:.3g} must be below 1 (the paper's "
                 "convention states δ after its q′ amplification)"
             )
+
+    @classmethod
+    def privacy_model_of(cls, name: str) -> str:
+        # DPARNoDP is the non-private reference, like the LDP side's `none`.
+        return "none" if VARIANTS.get(name) == "nodp" else "central"
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> Dpar:

@@ -111,11 +111,15 @@ class PrivDpr(CentralStrategy):
     def __init__(self, private: bool = True, **params: Any) -> None:
         self.private = private
         self.name = "privdpr" if private else "dpr-nodp"
-        self.privacy_model = "central" if private else "none"
+        self.privacy_model = self.privacy_model_of(self.name)
         p = {param.name: param.default for param in _DP + _MODEL}
         p.update(params)
         self.p = Params(p)
         self._plans: dict[int, Plan] = {}
+
+    @classmethod
+    def privacy_model_of(cls, name: str) -> str:
+        return "none" if VARIANTS.get(name) is False else "central"
 
     @classmethod
     def from_params(cls, name: str, **params: Any) -> PrivDpr:

@@ -284,6 +284,7 @@ assert not bad, bad
     helpers |= {"split_budget", "rr_batch"}  # the family's client step, its batched RR rows
     helpers |= {"hogs_topology", "hogs_features"}  # hogs's server steps, by job
     helpers |= {"blocks", "similarity_lsh"}  # where the curator's blocks run; the LSH join
+    helpers |= {"hogs_scorer", "hogs_fused", "packed_keys"}  # the pair scorer, fused sums, keys
     assert loaded == {"hogs", "rr"} | helpers, loaded
 
 
