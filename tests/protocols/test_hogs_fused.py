@@ -216,22 +216,15 @@ def test_fused_in_the_10_7_regime_over_many_key_ranges(monkeypatch, silent):
     """hogs-arr's regime at 10^7 (μ = 0.02, the (0,0) threshold ≈ 0.51, 25 LSH bands) at
     n = 3000, the bands scored over ~50 key ranges, fused from the start and after 20 000
     held pairs: the edges, stats and features of the unfused path."""
-    import scipy.sparse as sp
 
     from ldpgraph.protocols.ldp import hogs_topology
 
-    from .test_similarity_lsh import onebit_sbm_rows
+    from .test_similarity_lsh import onebit_sbm_rows, silent_reports
 
     n, mu, p = 3000, 0.02, flip_probability(8.0)
     bits = onebit_sbm_rows(n, 8.0)
     rows = FeatureRows(bits)
-    observed = np.ones(n, dtype=bool)
-    observed[:silent] = False
-    r = sp.random(n, n, density=5e-3, random_state=1, format="csr")
-    r.setdiag(0)
-    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
-    r.eliminate_zeros()
-    r.data[:] = 1
+    r, observed = silent_reports(n, silent, seed=1)
     monkeypatch.setattr(hogs_topology, "LSH_SCORE_KEYS", 1000)
     kw = dict(mu=mu, join="lsh", seed=5)
     plain = reconstruct_topology(r, observed, rows, p, 0.5, **kw)

@@ -268,20 +268,13 @@ def test_lsh_candidates_give_the_numpy_lsh_edges(silent):
     139 GiB GPU): the torch curator scores the LSH join's candidates, not all pairs, and keeps
     the numpy path's pairs and posteriors to the bit (hogs-arr's regime: μ = 0.02, the (0,0)
     threshold ≈ 0.51)."""
-    import scipy.sparse as sp
 
-    from .test_similarity_lsh import onebit_sbm_rows
+    from .test_similarity_lsh import onebit_sbm_rows, silent_reports
 
     n, mu, p = 1500, 0.02, flip_probability(8.0)
     x = onebit_sbm_rows(n, 8.0)
     rows = FeatureRows(x)
-    observed = np.ones(n, dtype=bool)
-    observed[:silent] = False
-    r = sp.random(n, n, density=5e-3, random_state=2, format="csr")
-    r.setdiag(0)
-    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
-    r.eliminate_zeros()
-    r.data[:] = 1
+    r, observed = silent_reports(n, silent, seed=2)
     want = reconstruct_topology(r, observed, rows, p, 0.5, mu=mu, join="lsh", seed=3)
     curator = TorchCurator("cpu", block_entries=n * 9, gather_entries=64 * 5)
     i, j, prob, stats = curator.topology(r, observed, rows, x, p, 0.5, mu=mu, join="lsh", seed=3)

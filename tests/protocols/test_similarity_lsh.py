@@ -27,6 +27,21 @@ from ldpgraph.protocols.registry import ProtocolParameterError, make_protocol
 from .test_hogs import collect
 
 
+def silent_reports(n: int, silent: int, seed: int):
+    """Random 0/1 reports (density 5·10^-3, no self pair) and the observed mask, the first
+    ``silent`` nodes sending nothing (empty rows, marked unobserved)."""
+    import scipy.sparse as sp
+
+    observed = np.ones(n, dtype=bool)
+    observed[:silent] = False
+    r = sp.random(n, n, density=5e-3, random_state=seed, format="csr")
+    r.setdiag(0)
+    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
+    r.eliminate_zeros()
+    r.data[:] = 1
+    return r, observed
+
+
 def onebit_sbm_rows(n: int, eps_f: float, seed: int = 0, d: int = 64) -> np.ndarray:
     """1-bit-perturbed features of the synthetic SBM (5 classes, ~3 ones in 64 columns,
     70 % of them in the class's block of columns), as the curator receives them."""
@@ -213,7 +228,6 @@ def test_streamed_lsh_scoring_equals_the_unstreamed_path(monkeypatch, silent):
     """hogs-arr's regime at 10^7 (μ = 0.02: the (0,0) threshold ≈ 0.51, 25 bands) at n = 3000:
     the bands scored key range by key range (many small ranges here) keep exactly the pairs,
     posteriors and joined-pair count of the whole join scored at once."""
-    import scipy.sparse as sp
 
     from ldpgraph.protocols.ldp import hogs_topology
     from ldpgraph.protocols.ldp.hogs import reconstruct_topology
@@ -221,13 +235,7 @@ def test_streamed_lsh_scoring_equals_the_unstreamed_path(monkeypatch, silent):
 
     n, mu, p = 3000, 0.02, flip_probability(8.0)
     rows = FeatureRows(onebit_sbm_rows(n, 8.0))
-    observed = np.ones(n, dtype=bool)
-    observed[:silent] = False
-    r = sp.random(n, n, density=5e-3, random_state=1, format="csr")
-    r.setdiag(0)
-    r = sp.csr_matrix(sp.diags(observed.astype(float)) @ r)
-    r.eliminate_zeros()
-    r.data[:] = 1
+    r, observed = silent_reports(n, silent, seed=1)
     want_i, want_j, want_p, want_joined = _unstreamed_topology(r, observed, rows, p, 0.5, mu, 5)
     monkeypatch.setattr(hogs_topology, "LSH_SCORE_KEYS", 1000)  # ~50 ranges
     topo = reconstruct_topology(r, observed, rows, p, 0.5, mu=mu, join="lsh", seed=5)
