@@ -92,4 +92,3 @@ def test_collection_to_a_node_level_protocol_is_one_line_error():
     assert "\n" not in str(err.value)
     with pytest.raises(NotACollectionError):
         prepare(config)
-
