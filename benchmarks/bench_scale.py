@@ -38,33 +38,11 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 
-from rss import cpu_seconds, peak_rss, rss_bytes
-
-STAGES = ("collect", "reconstruct", "train")
-
-
-def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak resident set size (``/usr/bin/time -v``'s figure): of this process, or of the
-    largest of its finished children."""
-    return round(resource.getrusage(who).ru_maxrss / 1024, 1)
-
-
-@contextmanager
-def sampled(record: dict, name: str):
-    """Seconds, CPU seconds (this process and its finished workers: on a loaded machine the
-    steadier figure) and the peak RSS (sampled every 5 ms) of a block."""
-    c0 = cpu_seconds(children=True)
-    with peak_rss() as measured:
-        yield
-    record[f"{name}_s"] = round(measured.seconds, 3)
-    record[f"{name}_cpu_s"] = round(cpu_seconds(children=True) - c0, 1)
-    record[f"{name}_peak_mib"] = measured.peak_mib
-
+from rss import RssBetweenLines, cpu_seconds, peak_mib, sampled
+from scale_table import print_table
 
 #: From this many nodes on, ``--epochs`` defaults to :data:`LARGE_EPOCHS` instead of 50.
 LARGE_N = 5_000_000
@@ -94,33 +72,6 @@ def without_edges(prepared):
     meta = {k: v for k, v in g.meta.items() if k != "_adj"}
     light = replace(g, edges=np.zeros((0, 2), dtype=np.int64), meta=meta)
     return replace(prepared, graph=light, original=light)
-
-
-class RssBetweenLines:
-    """The RSS now and its peak since the previous progress line (sampled every 20 ms on a
-    thread), so ``--progress`` shows where within a stage the memory goes."""
-
-    def __init__(self, interval: float = 0.02) -> None:
-        self.peak = rss_bytes()
-        self._stop = threading.Event()
-        self._interval = interval
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, rss_bytes())
-            self._stop.wait(self._interval)
-
-    def line(self) -> tuple[float, float]:
-        """(RSS now, peak since the last call), GiB; starts the next interval."""
-        now = rss_bytes()
-        peak, self.peak = max(self.peak, now), now
-        return now / 2**30, peak / 2**30
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def spec(n: int, args: argparse.Namespace) -> str:
@@ -329,69 +280,6 @@ def run_child(n: int, mode: str, args: argparse.Namespace, **extra) -> dict:
         tail = (out.stderr or out.stdout or "").strip().splitlines()[-3:]
         return {"n": n, "mode": mode, "error": " | ".join(tail) or f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def fmt(value, unit: str = "s", width: int = 9) -> str:
-    if value is None:
-        return f"{'-':>{width}}"
-    if unit == "s":
-        return f"{value:>{width - 1}.2f}s"
-    return f"{value / 1024:>{width - 3}.2f} GiB"
-
-
-def pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def print_table(rows: list[dict], header: bool = True) -> None:
-    head = (
-        f"{'n':>9} {'path':<8} {'workers':>7} {'1-bits':>12} {'collect':>9} {'(cpu)':>9} "
-        f"{'reconstr':>9} "
-        f"{'train':>9} {'total':>9} {'peak RSS':>12} {'worker RSS':>12} {'bare scan':>9} "
-        f"{'(c+r)/scan':>10} {'join':>5} {'test acc':>8} {'floor':>6}"
-    )
-    if header:
-        print(head)
-        print("-" * len(head))
-    for r in rows:
-        if "error" in r:
-            print(f"{r['n']:>9} {r['mode']:<8} failed: {r['error']}")
-            continue
-        stages = [r.get(f"{s}_s") for s in STAGES]
-        total = sum(s for s in stages if s is not None)
-        scan = r.get("scan_s")
-        c_r = (r.get("collect_s") or 0) + (r.get("reconstruct_s") or 0)
-        measured = r["mode"] == "new" and scan and r.get("reconstruct_s") is not None
-        ratio = f"{c_r / scan:>9.1f}x" if measured else f"{'-':>10}"
-        workers = r.get("workers", "-")
-        if r.get("mu") is not None and r["mu"] < 1:
-            print(f"{'':>9} hogs-arr: μ = {r['mu']:.4g} (each reported 1 kept with μ)")
-        print(
-            f"{r['n']:>9} {r['mode']:<8} {workers:>7} {r.get('reported_ones', 0):>12} "
-            + f"{fmt(stages[0])} {fmt(r.get('collect_cpu_s'))} "
-            + " ".join(fmt(s) for s in stages[1:])
-            + f" {fmt(total)} {fmt(r.get('peak_rss_mib'), 'm', 12)}"
-            + f" {fmt(r.get('worker_peak_rss_mib') or None, 'm', 12)} {fmt(scan)} {ratio}"
-            + f" {r.get('join') or '-':>5} {pct(r.get('test_accuracy')):>8}"
-            + f" {pct(r.get('floor_accuracy')):>6}",
-            flush=True,
-        )
-        if r.get("floor_s") is not None:
-            print(f"{'':>9} floor (features-only, MLP): {r['floor_s']:.2f}s, τ = {r['tau']:.6g}")
-        parts = [
-            f"{name} {r[f'{name}_s']:.1f}s (cpu {r[f'{name}_cpu_s']:.1f}s, peak "
-            f"{r[f'{name}_peak_mib'] / 1024:.2f} GiB)"
-            for name in ("generate", "release", "train", "floor")
-            if r.get(f"{name}_cpu_s") is not None
-        ]
-        if parts:
-            print(f"{'':>9} stages: " + "; ".join(parts) + f"; {r.get('epochs')} epochs")
-        if r.get("kept_pairs") is not None:
-            print(
-                f"{'':>9} pairs: {r.get('joined_pairs')} joined, {r['kept_pairs']} kept "
-                f"(P >= min(τ, 0.5)), {r.get('synthetic_edges')} edges; process CPU "
-                f"{r.get('process_cpu_s', '-')} s"
-            )
 
 
 def main() -> None:

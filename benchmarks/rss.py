@@ -65,3 +65,48 @@ def peak_rss(interval: float = 0.005) -> Iterator[PeakRss]:
         stop.set()
         thread.join()
         result.peak = max(result.peak, rss_bytes())
+
+
+def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size (``/usr/bin/time -v``'s figure): of this process, or of the
+    largest of its finished children."""
+    return round(resource.getrusage(who).ru_maxrss / 1024, 1)
+
+
+@contextmanager
+def sampled(record: dict, name: str):
+    """Seconds, CPU seconds (this process and its finished workers: on a loaded machine the
+    steadier figure) and the peak RSS (sampled every 5 ms) of a block."""
+    c0 = cpu_seconds(children=True)
+    with peak_rss() as measured:
+        yield
+    record[f"{name}_s"] = round(measured.seconds, 3)
+    record[f"{name}_cpu_s"] = round(cpu_seconds(children=True) - c0, 1)
+    record[f"{name}_peak_mib"] = measured.peak_mib
+
+
+class RssBetweenLines:
+    """The RSS now and its peak since the previous progress line (sampled every 20 ms on a
+    thread), so ``--progress`` shows where within a stage the memory goes."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.peak = rss_bytes()
+        self._stop = threading.Event()
+        self._interval = interval
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_bytes())
+            self._stop.wait(self._interval)
+
+    def line(self) -> tuple[float, float]:
+        """(RSS now, peak since the last call), GiB; starts the next interval."""
+        now = rss_bytes()
+        peak, self.peak = max(self.peak, now), now
+        return now / 2**30, peak / 2**30
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
