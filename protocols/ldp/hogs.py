@@ -19,15 +19,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import EPSILON, FEATURE_SHARE, STEPS, CuratorView, RoundResult
-from ..graph import canonical_edges
 from ..mechanisms import flip_probability
 from ..params import Param
 from ..progress import stage
 from ..registry import register
 from ..types import Release
-from .assemble import adjacency_reports
+from .assemble import adjacency_reports, feature_reports
 from .consistency import CONSISTENCY_ALPHA, Screening, onebit_rates, screen, without
 from .hogs_features import FR_THRESHOLD, reconstruct_features
+from .hogs_merge import sorted_edges
 from .hogs_topology import TopologyResult, reconstruct_topology
 from .similarity import FeatureRows
 from .similarity_lsh import JOINS, RING
@@ -113,8 +113,15 @@ class HogsProtocol(RRSplitBudgetProtocol):
     ) -> Release:
         n, d = curator.num_nodes, curator.num_features
         tau = self.params.tau
-        reported, observed = adjacency_reports(result.reports, n)
-        x0, sent = self.server_features(result, curator)
+        gpu = accelerator(curator.device)
+        # The numpy path reads only R's pattern and the reported rows: neither R's values nor
+        # a copy of the rows is made (:mod:`.assemble`; 1.1 GB at 10^7 nodes, d = 64).
+        lean = gpu is None and self.consistency_alpha == 0
+        reported, observed = adjacency_reports(result.reports, n, pattern_only=lean)
+        if lean and not self.public_features:
+            x0, sent = feature_reports(result.reports, n, d, share=True)
+        else:
+            x0, sent = self.server_features(result, curator)
         screening = None
         if self.consistency_alpha > 0:
             reported, observed, x0, screening = self._screen(reported, observed, x0, sent)
@@ -122,7 +129,6 @@ class HogsProtocol(RRSplitBudgetProtocol):
         need = min(tau, FR_THRESHOLD) if steps > 0 else tau
         flip = flip_probability(self.eps_adjacency)
         mu = self.keep_probability(n)
-        gpu = accelerator(curator.device)
         stage(f"HoGS: topology from {int(reported.nnz)} reported 1s of {n} nodes")
         rows = FeatureRows(x0)
         join = dict(mu=mu, join=self.join, seed=seed, ring=self.ring)
@@ -137,8 +143,9 @@ class HogsProtocol(RRSplitBudgetProtocol):
             del reported  # the reports are no longer needed once the pairs are scored
         else:
             topo = TopologyResult(*gpu.topology(reported, observed, rows, x0, flip, need, **join))
-        in_graph = topo.prob >= tau
-        edges = canonical_edges(np.stack([topo.i[in_graph], topo.j[in_graph]], axis=1), n)
+        edges = sorted_edges(topo.i, topo.j, topo.prob, tau, n)
+        if topo.features is not None:  # fused: the pairs were only needed for the edges
+            topo.i = topo.j = topo.prob = None
         stage(f"HoGS: {edges.shape[0]} edges; feature reconstruction ({steps} steps)")
         if self.public_features:
             x = x0

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..progress import stage
 from .hogs_fused import FusedAverage, worth_fusing
+from .hogs_merge import Kept, concat, merge_kept, sorted_unique
 from .posterior import posterior
 from .reported_pairs import PairBlock, ReportedPairs
 from .similarity import FeatureRows
@@ -166,63 +167,24 @@ class PairScorer:
         kept = (i[edge] * self.pairs.n + j[edge], prob[edge])
         (self.reported_parts if reported else self.unreported_parts).append(kept)
 
-    def kept_pairs(self, key: np.ndarray) -> int:
-        """The kept pairs' count (P ≥ threshold), fused or not."""
-        return self.counted if self.fused is not None else int(key.size)
+    def kept_pairs(self, size: int) -> int:
+        """The kept pairs' count (P ≥ threshold), fused or not (``size``: the pairs
+        :meth:`result` returned)."""
+        return self.counted if self.fused is not None else int(size)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every kept pair once (once fused: every edge), as sorted keys and their P_ij: the
-        reported pairs' sorted run and the unreported pairs' merged (the two sets are disjoint;
-        a pair found twice, by two LSH bands or by the join and the silent nodes' join, has the
-        same P_ij both times). Memory: about 16 bytes a kept pair beside the parts, never a
-        second set of (i, j, P)."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every kept pair once (once fused: every edge), as (i, j, P_ij) sorted by i·n + j,
+        i and j in :func:`.similarity_lsh.index_dtype`: the reported pairs' sorted run and the
+        unreported pairs' merged (the two sets are disjoint; a pair found twice, by two LSH
+        bands or by the join and the silent nodes' join, has the same P_ij both times).
+        Memory: the parts not yet merged and the output written so far, 16 bytes a pair
+        each, never a second set of keys (:func:`.hogs_merge.merge_kept`)."""
+        n = self.pairs.n
         if self.silent_parts:  # fused: the silent nodes' pairs, once each, into the sums
-            sk, sp_ = _sorted_unique(*_concat(self.silent_parts))
+            sk, sp_ = sorted_unique(*concat(self.silent_parts))
             self.silent_parts = []
-            self._absorb(sk // self.pairs.n, sk % self.pairs.n, sp_, joined=False)
-        rk, rp = _concat(self.reported_parts)
-        self.reported_parts = []
-        rk, rp = _sorted_unique(rk, rp)
-        uk, up = _concat(self.unreported_parts)
-        self.unreported_parts = []
-        uk, up = _sorted_unique(uk, up)
-        if uk.size == 0:
-            return rk, rp
-        if rk.size == 0:
-            return uk, up
-        # Merge two sorted disjoint runs: each unreported key goes after the reported ones
-        # below it.
-        at = np.searchsorted(rk, uk) + np.arange(uk.size)
-        key = np.empty(rk.size + uk.size, dtype=np.int64)
-        prob = np.empty(key.size, dtype=np.float64)
-        theirs = np.ones(key.size, dtype=bool)
-        theirs[at] = False
-        key[at], prob[at] = uk, up
-        del uk, up
-        key[theirs], prob[theirs] = rk, rp
-        return key, prob
-
-
-Kept = tuple[np.ndarray, np.ndarray]
-
-
-def _concat(parts: list[Kept]) -> Kept:
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([k for k, _ in parts]), np.concatenate([p for _, p in parts])
-
-
-def _sorted_unique(key: np.ndarray, prob: np.ndarray) -> Kept:
-    """The keys sorted without repeats, each with the P of its first occurrence (as
-    ``np.unique(..., return_index=True)``); a run already strictly increasing is kept as is."""
-    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
-        return key, prob
-    order = np.argsort(key, kind="stable")
-    key, prob = key[order], prob[order]
-    del order
-    first = np.empty(key.size, dtype=bool)
-    first[0] = True
-    np.not_equal(key[1:], key[:-1], out=first[1:])
-    return key[first], prob[first]
+            self._absorb(sk // n, sk % n, sp_, joined=False)
+            del sk, sp_
+        reported, self.reported_parts = self.reported_parts, []
+        unreported, self.unreported_parts = self.unreported_parts, []
+        return merge_kept(reported, unreported, n)

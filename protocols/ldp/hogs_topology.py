@@ -24,7 +24,7 @@ from .packed_keys import PackedKeys
 from .posterior import similarity_threshold
 from .reported_pairs import ReportedPairs
 from .similarity import FeatureRows
-from .similarity_lsh import LSH_RING, choose_join, index_dtype, lsh_joiner, unique_sorted
+from .similarity_lsh import LSH_RING, choose_join, lsh_joiner, unique_sorted
 
 log = logging.getLogger("ldpgraph.hogs")
 T = TypeVar("T")
@@ -99,7 +99,8 @@ def reconstruct_topology(
             edges cost more than the sums: :func:`.hogs_fused.worth_fusing`; given, it
             alone decides).
     """
-    pairs = reported if isinstance(reported, ReportedPairs) else ReportedPairs(reported)
+    own_pairs = not isinstance(reported, ReportedPairs)  # a caller's own pairs stay whole
+    pairs = ReportedPairs(reported) if own_pairs else reported
     n = pairs.n
     n_obs = int(observed.sum())
     scorer = PairScorer(
@@ -121,12 +122,19 @@ def reconstruct_topology(
     method = "exact" if t_join is None else choose_join(features, t_join, join)
     if t_join is not None and method == "exact" and features.joins_blockwise(t_join):
         candidates.append(_score_blockwise(scorer, t_join))
+        if own_pairs:
+            pairs.drop_regrouped()
     else:
         # Blocks on every core (numpy's gathers and arithmetic release the GIL), in order.
         bounds = list(pairs.block_bounds(block_entries, block_rows))
         done = map_blocks(scorer.scored_rows, bounds)
         for size, part in steps(done, "HoGS: reported pairs, block", len(bounds)):
             scorer.add(size, part)
+        del done
+        if own_pairs:
+            # Every reported pair is scored: the joins below only ask R whether a pair was
+            # reported, so the regrouped lower triangle (~2 bytes a report entry) goes.
+            pairs.drop_regrouped()
         if t_join is not None and method == "lsh":
             joined_lsh = _score_lsh(scorer, t_join, seed, ring)
         elif t_join is not None:
@@ -142,11 +150,13 @@ def reconstruct_topology(
         scorer.add_unreported(ci, cj, silent=n - n_obs >= 2 and k == len(candidates) - 1)
     del candidates
     stage("HoGS: merging the kept pairs")
-    key, prob = scorer.result()
+    # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
+    # pairs), written part by part as the kept parts are released (:mod:`.hogs_merge`).
+    i, j, prob = scorer.result()
     stats = {
         "reported_pairs": int(scorer.n_reported),
         "joined_pairs": int(joined),
-        "kept_pairs": scorer.kept_pairs(key),
+        "kept_pairs": scorer.kept_pairs(i.size),
     }
     if method == "lsh":  # only then: the exact join's stats (and the torch curator's) as before
         stats["join"] = "lsh"
@@ -155,12 +165,6 @@ def reconstruct_topology(
         stats["features"] = "fused"
         x_fused = scorer.fused.features()
         scorer.fused = None
-    # (i, j) in int32 where n < 2^31 (8 bytes a kept pair instead of 16; at 10^7 nodes ~4·10^8
-    # pairs): the key's buffer is reused for i, so no third int64 array is ever held.
-    small = index_dtype(n)
-    j = (key % n).astype(small)
-    i = np.floor_divide(key, n, out=key).astype(small, copy=False)
-    del key
     return TopologyResult(i, j, prob, stats, x_fused)
 
 

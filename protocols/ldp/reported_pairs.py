@@ -155,11 +155,24 @@ class ReportedPairs:
     @property
     def nbytes(self) -> int:
         """Bytes held beside R (the regrouped lower triangle)."""
+        if self.lower_indices is None:
+            return 0
         return int(self.lower_indices.nbytes + self.lower_indptr.nbytes)
+
+    def drop_regrouped(self) -> None:
+        """Release the regrouped lower triangle once every block has been read: :meth:`has`
+        and :meth:`ones` ask R alone, :meth:`rows` (and so :meth:`blocks`) then refuse."""
+        self.lower_indices = None
+        self.lower_indptr = None
+
+    def _whole(self) -> None:
+        if self.lower_indices is None:
+            raise RuntimeError("the reported pairs' lower triangle was dropped (drop_regrouped)")
 
     def rows(self, start: int, stop: int) -> PairBlock:
         """The pairs owned by rows [start, stop): R's rows plus the regrouped lower triangle's,
         merged row by row (scipy's linear sorted-row addition), entries right of the diagonal."""
+        self._whole()
         n = self.n
         lo, hi = int(self.lower_indptr[start]), int(self.lower_indptr[stop])
         lower = sp.csr_matrix(
@@ -191,6 +204,7 @@ class ReportedPairs:
     ) -> Iterator[tuple[int, int]]:
         """Row ranges of about ``block_entries`` entries (R's plus the regrouped part's), or of
         ``block_rows`` rows."""
+        self._whole()
         if block_rows is not None:
             return row_blocks(self.lower_indptr, block_rows=block_rows)
         return row_blocks(self.reported.indptr + self.lower_indptr, block_entries)
