@@ -285,6 +285,7 @@ assert not bad, bad
     helpers |= {"hogs_topology", "hogs_features"}  # hogs's server steps, by job
     helpers |= {"blocks", "similarity_lsh"}  # where the curator's blocks run; the LSH join
     helpers |= {"hogs_scorer", "hogs_fused", "packed_keys"}  # the pair scorer, fused sums, keys
+    helpers.add("hogs_merge")  # the kept pairs merged part by part
     assert loaded == {"hogs", "rr"} | helpers, loaded
 
 
