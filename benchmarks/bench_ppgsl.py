@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = (
     "ppgsl_sparse",
     "ppgsl_surrogate",
+    "ppgsl_script",
     "ppgsl_lanes",
     "ppgsl_negatives",
     "ppgsl_model",
