@@ -128,15 +128,21 @@ class _RowSum:
         self.scratch = [torch.empty(0, dtype=torch.int64, device=cols.device) for _ in range(3)]
 
 
-def _halves(crow: Any) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Two row ranges with about half of the entries each."""
+def _halves(
+    crow: Any, per_row: float = 0.0, lead: float = 0.0
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two row ranges of about equal cost: a row costs its entries plus ``per_row``, and lane 0
+    has ``lead`` (in entries) of other work in the same piece. Any cut gives the same sums."""
     rows = len(crow) - 1
-    cut = min(int(torch.searchsorted(crow, crow[-1:] // 2)[0]), rows)
+    cost = crow.double() + per_row * torch.arange(rows + 1, dtype=torch.float64)
+    cut = min(int(torch.searchsorted(cost, (cost[-1:] - lead) / 2)[0]), rows)
     return (0, cut), (cut, rows)
 
 
-def _row_sums(cols: Any, crow: Any, values: Any) -> list[_RowSum]:
-    return [_RowSum(cols, crow, values, r0, r1) for r0, r1 in _halves(crow)]
+def _row_sums(
+    cols: Any, crow: Any, values: Any, per_row: float = 0.0, lead: float = 0.0
+) -> list[_RowSum]:
+    return [_RowSum(cols, crow, values, r0, r1) for r0, r1 in _halves(crow, per_row, lead)]
 
 
 class _SplitAdam:
@@ -187,11 +193,19 @@ class LaneTrainer(SurrogateTrainer):
         self.a_hat_t = _row_sums(self.cols, self.crow, self.values_t)
         self.pos_sums = _row_sums(self.pos_cols, self.pos_crow, None)
         self.pos_src = self.pos_order % max(self.k, 1)  # the pattern's entry -> its positive
+        # The last piece: ∂L/∂W₁ by feature rows and their Adam step on both lanes, and ∂L/∂W₂
+        # (Hᵀ·G, a GEMM n × h₁ × h₂) on lane 0 alone, so lane 0 gets fewer feature rows. Costs
+        # measured per lane on the 2-core machine (Cora-ML): h₁ multiply-adds of the GEMM about
+        # 2/3 of an entry of a row sum at width h₁ (n·h₂·2/3 entries), Adam's row of h₁ about
+        # h₁/5 entries.
+        h1, h2 = self.weights[0].shape[1], self.weights[2].shape[1]
         if isinstance(self.x, SparseFeatures):
             self.x_rows = _row_sums(self.x.rows.cols, self.x.rows.crow, self.x.rows.values)
-            self.x_cols = _row_sums(self.x.cols.cols, self.x.cols.crow, self.x.cols.values)
+            xc = self.x.cols
+            self.x_cols = _row_sums(xc.cols, xc.crow, xc.values, h1 / 5, n * h2 * 2 / 3)
             self.feature_halves = tuple((s.r0, s.r1) for s in self.x_cols)
-        else:
+        else:  # dense X: halves (a GEMM's row blocks give the whole GEMM's sums only at some
+            # cuts; this one is tested)
             f = self.x.shape[1]
             self.feature_halves = ((0, f // 2), (f // 2, f))
         half = n // 2
@@ -202,8 +216,7 @@ class LaneTrainer(SurrogateTrainer):
         aligned = self.weights[0].shape[1] % 64 == 0
         self.adam = _SplitAdam(self.opt) if aligned and _SplitAdam.usable(self.opt) else None
         # the epoch's buffers, reused (every element is written before it is read)
-        w1, w2 = self.weights[0], self.weights[2]
-        h1, h2, k = w1.shape[1], w2.shape[1], self.k
+        w1, w2, k = self.weights[0], self.weights[2], self.k
         new = w1.new_empty
         self.buf = {
             "xw": new(n, h1), "h": new(n, h1), "hw": new(n, h2), "z": new(n, h2),

@@ -12,6 +12,7 @@ import torch
 
 from ldpgraph.protocols.central import ppgsl as pg
 from ldpgraph.protocols.central.ppgsl_lanes import Lanes, LaneTrainer, default_lanes
+from ldpgraph.protocols.central.ppgsl_sparse import SparseFeatures
 from ldpgraph.protocols.central.ppgsl_surrogate import SurrogateTrainer
 
 
@@ -22,13 +23,15 @@ def _setting(features: str, seed: int):
     pairs = torch.as_tensor(pairs[pairs[:, 0] != pairs[:, 1]])
     w = torch.as_tensor(rng.random(len(pairs)), dtype=torch.float32)
     w[::4] = 0.0  # deleted pairs: not in the fixed propagation's pattern
-    if features == "sparse":
-        x = (rng.random((n, 70)) < 0.1).astype(np.float32) * rng.integers(1, 3, (n, 70))
+    if features in ("sparse", "wide"):  # wide: lane 0's share of Xᵀ's rows cut mid-way
+        f = 70 if features == "sparse" else 1000
+        x = (rng.random((n, f)) < 0.05).astype(np.float32) * rng.integers(1, 3, (n, f))
     elif features == "identity":
         x = np.zeros((n, 0), dtype=np.float32)
     else:
         x = rng.random((n, 33)).astype(np.float32)
     xt = pg.feature_matrix(x, "cpu")
+    assert isinstance(xt, SparseFeatures) == (features != "dense")
     prop = pg.Propagation(pairs, n)
     support = w > 0
     pos, target = pairs[support], w[support]
@@ -45,6 +48,9 @@ def _train(trainer_cls, features, seed, fused=True, **kwargs):
     trainer = trainer_cls(model.weights, xt, prop.fixed(w), pos, target, opt, **kwargs)
     if trainer_cls is LaneTrainer:  # the lanes step W₁'s halves with torch's fused kernel
         assert (trainer.adam is not None) == fused
+        (_, cut), (_, rows) = trainer.feature_halves
+        if features in ("wide", "identity"):  # narrow X: lane 0's GEMM outweighs all of Xᵀ
+            assert (0 < cut < rows) == (features == "wide")
     losses, grads = [], []
     for neg in negs:
         loss, g = trainer.forward_backward(neg)
@@ -56,7 +62,7 @@ def _train(trainer_cls, features, seed, fused=True, **kwargs):
     return losses, grads, [t.detach() for t in model.weights]
 
 
-@pytest.mark.parametrize("features", ["sparse", "identity", "dense"])
+@pytest.mark.parametrize("features", ["sparse", "wide", "identity", "dense"])
 @pytest.mark.parametrize("lanes", [1, 2])
 def test_the_lanes_epoch_is_the_one_core_epoch_bit_for_bit(features, lanes):
     ref_losses, ref_grads, ref_weights = _train(SurrogateTrainer, features, 0)
