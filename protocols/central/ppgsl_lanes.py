@@ -231,6 +231,7 @@ class LaneTrainer(SurrogateTrainer):
         self.grads = [new(w1.shape), new(h1), new(w2.shape), new(h2)]  # ∂L/∂W₁, b₁, W₂, b₂
         self._pieces_module: Any = None
         self._adam_lists: list[list[torch.Tensor]] | None = None
+        self._ahead: tuple[torch.Tensor, list[torch.Tensor]] | None = None
 
     def _script(self) -> Any:
         """The epoch's pieces as one scripted module (:mod:`.ppgsl_script`), built on first use."""
@@ -268,6 +269,36 @@ class LaneTrainer(SurrogateTrainer):
         # the counters, each once (the kernels above read them)
         return [*out, [st[t]["step"] for t in self.weights]]
 
+    def negatives_index(self, neg: torch.Tensor) -> list[torch.Tensor]:
+        """Per lane and per end of the negative pairs: the pairs whose end falls in the lane's
+        rows of ∂L/∂ẑ, their other ends, and the row each term adds to (the same index arrays
+        the scatter computed in the epoch before; now drawn ahead with the negatives)."""
+        out = []
+        with torch.no_grad():
+            for s in self.pos_sums:
+                for side in (0, 1):
+                    ends, others = neg[:, side], neg[:, 1 - side]
+                    mine = torch.nonzero((ends >= s.r0) & (ends < s.r1)).squeeze(1)
+                    out += [mine, others[mine], ends[mine] - s.r0]
+        return out
+
+    def _index(self, neg: torch.Tensor) -> list[torch.Tensor]:
+        if self._ahead is not None and self._ahead[0] is neg:
+            return self._ahead[1]
+        self._ahead = (neg, self.negatives_index(neg))
+        return self._ahead[1]
+
+    def ahead(self, draw: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+        """``draw`` (the next epoch's negatives, run on lane 1 during an epoch) followed by
+        their :meth:`negatives_index`, kept for that epoch."""
+
+        def both() -> torch.Tensor:
+            neg = draw()
+            self._ahead = (neg, self.negatives_index(neg))
+            return neg
+
+        return both
+
     def epoch(
         self, neg: torch.Tensor, with_loss: bool = True, meanwhile: Callable[[], Any] | None = None
     ) -> torch.Tensor | None:
@@ -276,10 +307,11 @@ class LaneTrainer(SurrogateTrainer):
         if self.lanes.lanes == 1:  # the one-core epoch itself, without the split's overhead
             return super().epoch(neg, with_loss, meanwhile)
         split = self.adam is not None and self.adam.ready()
+        index = self._index(neg)  # before lane 1 replaces it with the next epoch's
         if meanwhile is not None:
             self.lanes.submit(meanwhile)
         try:
-            loss, grads = self._pieces(neg, with_loss, step=split)
+            loss, grads = self._pieces(neg, with_loss, step=split, index=index)
         finally:
             if meanwhile is not None:
                 self.lanes.result()
@@ -299,10 +331,15 @@ class LaneTrainer(SurrogateTrainer):
         return loss, [g.clone() for g in grads]
 
     def _pieces(
-        self, neg: torch.Tensor, with_loss: bool, step: bool = False
+        self,
+        neg: torch.Tensor,
+        with_loss: bool,
+        step: bool = False,
+        index: list[torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
         """The epoch's eight pieces (:class:`.ppgsl_script.EpochPieces`); with ``step`` the last
         one also runs the optimizer's step."""
+        index = self._index(neg) if index is None else index
         state: list[list[torch.Tensor]] = []
         if step:
             if self._adam_lists is None:
@@ -311,7 +348,7 @@ class LaneTrainer(SurrogateTrainer):
         # unoptimised: the same kernels in the order written, none dropped or reordered by
         # TorchScript's passes (and no optimisation pass on the first calls)
         with torch.no_grad(), torch.jit.optimized_execution(False):
-            p = self._script()(neg, self.grads, step, state)
+            p = self._script()(neg, index, self.grads, step, state)
             loss = None
             if with_loss:
                 k = self.k

@@ -111,7 +111,7 @@ class EpochPieces(torch.nn.Module):
         )  # fmt: skip
 
     def piece(
-        self, which: int, lane: int, neg: Tensor, grads: list[Tensor], step: bool,
+        self, which: int, lane: int, index: list[Tensor], grads: list[Tensor], step: bool,
         state: list[list[Tensor]],
     ) -> int:  # fmt: skip
         """Lane ``lane``'s half of piece ``which`` (0-7, in order)."""
@@ -152,11 +152,10 @@ class EpochPieces(torch.nn.Module):
             s0, s1 = self.r0[j], self.r1[j]
             gzn = self._sum(4, lane, zn, gz, gs[self.pos_src[self.a[j] : self.b[j]]])
             g_neg = gs[k:]
-            for side in range(2):
-                ends, others = neg[:, side], neg[:, 1 - side]
-                mine = torch.nonzero((ends >= s0) & (ends < s1)).squeeze(1)
-                terms = zn.index_select(0, others[mine]).mul_(g_neg[mine].unsqueeze(1))
-                gzn.index_add_(0, ends[mine] - s0, terms)
+            for side in range(2):  # the negatives whose end ``side`` is in this lane's rows
+                mine, others, dest = index[6 * lane + 3 * side : 6 * lane + 3 * side + 3]
+                terms = zn.index_select(0, others).mul_(g_neg.index_select(0, mine).unsqueeze(1))
+                gzn.index_add_(0, dest, terms)
             rows = zn[s0:s1]
             dot = torch.linalg.vecdot(gzn, rows).unsqueeze(1).mul_(big[s0:s1])
             gzn.sub_(rows.mul(dot)).div_(norm[s0:s1])
@@ -189,10 +188,16 @@ class EpochPieces(torch.nn.Module):
         return which
 
     def forward(
-        self, neg: Tensor, grads: list[Tensor], step: bool, state: list[list[Tensor]]
+        self,
+        neg: Tensor,
+        index: list[Tensor],
+        grads: list[Tensor],
+        step: bool,
+        state: list[list[Tensor]],
     ) -> Tensor:
         """One epoch's forward and backward into ``grads`` ``[W₁, b₁, W₂, b₂]`` for the
-        negatives ``neg``, and with ``step`` the optimizer's step (``state``: for W₁'s rows on
+        negatives ``neg`` (``index``: :meth:`.ppgsl_lanes.LaneTrainer.negatives_index`), and with
+        ``step`` the optimizer's step (``state``: for W₁'s rows on
         lane 0, on lane 1, then for b₁, W₂, b₂: the lists of the weights, their gradients,
         Adam's ``exp_avg``, ``exp_avg_sq`` and ``step``, as :meth:`adam_lists` builds them; the
         counters advance here, before the kernels read them). Returns the pair probabilities
@@ -205,11 +210,11 @@ class EpochPieces(torch.nn.Module):
             if which == 7 and step:
                 torch._foreach_add_(state[15], 1)  # every counter one step on, as Adam does
             if self.parallel:
-                other = torch.jit.fork(self.piece, which, 1, neg, grads, step, state)
-                done += self.piece(which, 0, neg, grads, step, state)
+                other = torch.jit.fork(self.piece, which, 1, index, grads, step, state)
+                done += self.piece(which, 0, index, grads, step, state)
                 done += torch.jit.wait(other)
             else:
-                done += self.piece(which, 0, neg, grads, step, state)
-                done += self.piece(which, 1, neg, grads, step, state)
+                done += self.piece(which, 0, index, grads, step, state)
+                done += self.piece(which, 1, index, grads, step, state)
         assert done == 56  # 2 · (0 + 1 + … + 7)
         return self.buf[7]
