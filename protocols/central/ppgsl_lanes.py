@@ -89,15 +89,16 @@ class Lanes:
     def submit(self, fn: Callable[[], Any]) -> None:
         """Start ``fn()`` on lane 1 (with one lane: run it now); :meth:`result` waits for it."""
         if self._worker is None:
-            self._pending = fn()
+            try:
+                self._pending = (fn(), None)
+            except BaseException as err:  # noqa: BLE001  (raised by result, as with two lanes)
+                self._pending = (None, err)
             return
         self._todo.put(fn)
 
     def result(self) -> Any:
         """What the submitted ``fn()`` returned; its exception is raised here."""
-        if self._worker is None:
-            return self._pending
-        value, err = self._done.get()
+        value, err = self._pending if self._worker is None else self._done.get()
         if err is not None:
             raise err
         return value

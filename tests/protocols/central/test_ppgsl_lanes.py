@@ -1,8 +1,9 @@
-"""PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py, issue 35): every
-epoch's loss, gradients and the weights after the optimizer's steps equal the one-core
-trainer's bit for bit (``torch.equal``), with one lane or two, for sparse (valued), identity
-and dense features, with torch's fused Adam stepped by row halves on the lanes and with another
-optimizer stepped whole; a lane's error reaches the caller."""
+"""PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py and the scripted
+epoch, ppgsl_script.py, issue 35): every epoch's loss, gradients and the weights after the
+optimizer's steps equal the one-core trainer's bit for bit (``torch.equal``), with one lane or
+two, for sparse (valued; narrow, and wide enough that the last piece's cut by cost falls
+mid-way), identity and dense features, with torch's fused Adam stepped by row ranges on the
+lanes and with another optimizer stepped whole; a lane's error reaches the caller."""
 
 from __future__ import annotations
 
@@ -104,6 +105,13 @@ def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
             seen: list[int] = []
             lanes.both(seen.append)  # the same pool still serves after the error, both lanes
             assert sorted(seen) == [0, 1]
+    for count in (1, 2):  # work handed to lane 1 while the caller runs the scripted epoch
+        with Lanes(count) as lanes:
+            lanes.submit(lambda: 7)
+            assert lanes.result() == 7
+            lanes.submit(lambda: 1 / 0)
+            with pytest.raises(ZeroDivisionError):
+                lanes.result()
     with pytest.raises(ValueError, match="lanes must be 1 or 2"):
         Lanes(3)
     assert default_lanes("cpu") in (1, 2) and default_lanes("meta") == 1
