@@ -178,6 +178,25 @@ class _SplitAdam:
         return all(len(self.opt.state[p]) > 0 for p in self.group["params"])
 
 
+def _scripted(module: torch.nn.Module) -> Any:
+    """``module`` scripted; where this torch cannot script it (TorchScript is deprecated from
+    torch 2.9), the module itself with a warning: the same results, its lanes one after the
+    other (an eager ``torch.jit.fork`` would run at once anyway)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            return torch.jit.script(module)
+    except Exception as err:  # noqa: BLE001  (any failure of the compiler: run it eagerly)
+        warnings.warn(
+            f"ppgsl: TorchScript failed ({type(err).__name__}); the surrogate's epoch runs on "
+            "one core (the same results)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        module.parallel = False
+        return module
+
+
 class LaneTrainer(SurrogateTrainer):
     """:class:`.ppgsl_surrogate.SurrogateTrainer` with each epoch's pieces split over two
     lanes (:class:`.ppgsl_script.EpochPieces`); the same results bit for bit
@@ -249,9 +268,7 @@ class LaneTrainer(SurrogateTrainer):
                 self.weights, self.buf, self.target, self.pos_src, self.k,
                 tuple(float(v) for v in adam), parallel=self.lanes.lanes == 2,
             )  # fmt: skip
-            with warnings.catch_warnings():  # torch ≥ 2.9 marks TorchScript deprecated
-                warnings.filterwarnings("ignore", category=DeprecationWarning)
-                self._pieces_module = torch.jit.script(module)
+            self._pieces_module = _scripted(module)
         return self._pieces_module
 
     def _lists_for_adam(self) -> list[list[torch.Tensor]]:

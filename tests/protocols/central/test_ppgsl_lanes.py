@@ -132,3 +132,15 @@ def test_the_learner_on_two_lanes_learns_the_one_lane_graph_bit_for_bit():
     one, two = (pg.learn(public, sensitive, x, n, p, 0, lanes=lanes) for lanes in (1, 2))
     assert np.array_equal(one.weights, two.weights) and one.log == two.log
     assert not np.array_equal(one.weights, one.original)  # it learned something
+
+
+def test_without_torchscript_the_epoch_runs_eagerly_with_the_same_results(monkeypatch):
+    def broken(module):
+        raise RuntimeError("no TorchScript here")
+
+    ref_losses, _, ref_weights = _train(SurrogateTrainer, "wide", 2)
+    monkeypatch.setattr(torch.jit, "script", broken)
+    with Lanes(2) as lane_pool, pytest.warns(RuntimeWarning, match="TorchScript failed"):
+        losses, _, weights = _train(LaneTrainer, "wide", 2, lanes=lane_pool)
+    assert all(torch.equal(a, b) for a, b in zip(losses, ref_losses, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(weights, ref_weights, strict=True))
