@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = 'f61dec5c37b736a065ba8f62e828a0006a22afe0ae85df47b7501edd6c76fd9f'
+SOURCE_HASH = '6a4af5b7a57b78f04a891962b9a574cc53c258058605a178bcd58a000ebe1bb8'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),
