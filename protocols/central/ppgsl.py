@@ -51,7 +51,8 @@ gradients (:mod:`.ppgsl_sparse`, issue 35), and the surrogate's epochs with thei
 written out (:mod:`.ppgsl_surrogate`): the same model as the gather/scatter form up to float
 rounding, about 7× less CPU than that form on Cora-ML. On a CPU with two cores the surrogate's
 epochs run split over two lanes (:mod:`.ppgsl_lanes`: row ranges of each product on two
-threads), with the same result bit for bit as on one.
+threads, the epoch one TorchScript call that holds no GIL, :mod:`.ppgsl_script`), with the same
+result bit for bit as on one.
 
 torch is imported inside functions (the registry lists this module without importing torch).
 """

@@ -10,11 +10,14 @@ result is the same to the bit whether one lane runs both halves or two lanes run
 pieces that reduce over rows (the bias gradients, Hᵀ·G) are not split: one lane computes each
 of them whole while the other lane does other work.
 
-Two threads, not torch's OpenMP threads: OpenMP's workers spin-wait between kernels, and on a
-loaded 2-core machine they burned 10× the CPU (``docs/benchmarks.md``); a Python thread here
-blocks in a queue while idle and torch releases the GIL inside every kernel. Each lane runs
-its kernels on one torch thread. A test holds the two-lane epoch equal to
-:class:`.ppgsl_surrogate.SurrogateTrainer`'s with ``torch.equal``.
+Not torch's OpenMP threads: OpenMP's workers spin-wait between kernels, and on a loaded
+2-core machine they burned 10× the CPU (``docs/benchmarks.md``). The epoch's pieces run as one
+TorchScript call (:mod:`.ppgsl_script`, round 5), lane 1's half of each piece a
+``torch.jit.fork`` task on torch's inter-op thread: the call holds no GIL, and a waiting lane
+blocks. Each lane runs its kernels on one torch thread. :class:`Lanes` keeps one Python worker
+thread, which draws the next epoch's negatives (numpy) while the scripted epoch runs. A test
+holds the two-lane epoch equal to :class:`.ppgsl_surrogate.SurrogateTrainer`'s with
+``torch.equal``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .ppgsl_sparse import SparseFeatures
-from .ppgsl_surrogate import CLAMP, NORM_EPS, SurrogateTrainer
+from .ppgsl_surrogate import CLAMP, SurrogateTrainer
 
 
 def default_lanes(device: Any) -> int:
@@ -55,6 +59,7 @@ class Lanes:
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
+        self._pending: Any = None
         if lanes == 2:
             self._worker = threading.Thread(target=self._serve, name="ppgsl-lane-1", daemon=True)
             self._worker.start()
@@ -66,7 +71,7 @@ class Lanes:
             if fn is None:
                 return
             try:
-                self._done.put((fn(1), None))
+                self._done.put((fn(), None))
             except BaseException as err:  # noqa: BLE001  (handed to the caller)
                 self._done.put((None, err))
 
@@ -75,13 +80,28 @@ class Lanes:
             fn(0)
             fn(1)
             return
-        self._todo.put(fn)
+        self.submit(lambda: fn(1))
         try:
             fn(0)
         finally:
-            _, err = self._done.get()
+            self.result()
+
+    def submit(self, fn: Callable[[], Any]) -> None:
+        """Start ``fn()`` on lane 1 (with one lane: run it now); :meth:`result` waits for it."""
+        if self._worker is None:
+            try:
+                self._pending = (fn(), None)
+            except BaseException as err:  # noqa: BLE001  (raised by result, as with two lanes)
+                self._pending = (None, err)
+            return
+        self._todo.put(fn)
+
+    def result(self) -> Any:
+        """What the submitted ``fn()`` returned; its exception is raised here."""
+        value, err = self._pending if self._worker is None else self._done.get()
         if err is not None:
             raise err
+        return value
 
     def close(self) -> None:
         if self._worker is not None:
@@ -108,40 +128,34 @@ class _RowSum:
         self.values = None if values is None else values[a:b]
         self.scratch = [torch.empty(0, dtype=torch.int64, device=cols.device) for _ in range(3)]
 
-    def into(self, h: Any, out: Any, weights: Any = None) -> Any:
-        """Rows ``[r0, r1)`` of M·h into ``out`` (per-entry ``weights`` replace the values);
-        returns those rows."""
-        if weights is None and self.values is not None:
-            weights = self.values.to(h.dtype)
-        rows = out[self.r0 : self.r1]
-        s1, s2, s3 = self.scratch
-        torch.ops.aten._embedding_bag_forward_only.out(
-            h, self.cols, self.offsets, False, 0, False, weights, False, -1,
-            out0=rows, out1=s1, out2=s2, out3=s3,
-        )  # fmt: skip
-        return rows
 
-
-def _halves(crow: Any) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Two row ranges with about half of the entries each."""
+def _halves(
+    crow: Any, per_row: float = 0.0, lead: float = 0.0
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two row ranges of about equal cost: a row costs its entries plus ``per_row``, and lane 0
+    has ``lead`` (in entries) of other work in the same piece. Any cut gives the same sums."""
     rows = len(crow) - 1
-    cut = min(int(torch.searchsorted(crow, crow[-1:] // 2)[0]), rows)
+    cost = crow.double() + per_row * torch.arange(rows + 1, dtype=torch.float64)
+    cut = min(int(torch.searchsorted(cost, (cost[-1:] - lead) / 2)[0]), rows)
     return (0, cut), (cut, rows)
 
 
-def _row_sums(cols: Any, crow: Any, values: Any) -> list[_RowSum]:
-    return [_RowSum(cols, crow, values, r0, r1) for r0, r1 in _halves(crow)]
+def _row_sums(
+    cols: Any, crow: Any, values: Any, per_row: float = 0.0, lead: float = 0.0
+) -> list[_RowSum]:
+    return [_RowSum(cols, crow, values, r0, r1) for r0, r1 in _halves(crow, per_row, lead)]
 
 
 class _SplitAdam:
-    """torch's fused Adam step (``torch._fused_adam_``, the kernel ``Adam(fused=True).step()``
-    calls) applied to row ranges of a weight: the kernel is elementwise, so the rows updated by
-    two calls on two lanes are the rows one call updates, bit for bit (a test holds it), as long
-    as every range is a whole number of the kernel's vector blocks (rows of a multiple of 64
-    elements: the caller checks; the scalar tail may round one ulp apart). Used
-    only for the optimizer it mirrors: one parameter group, fused, no AMSGrad, maximize,
-    capturable, differentiable or tensor lr; the state (``step``, ``exp_avg``,
-    ``exp_avg_sq``) is the optimizer's own, created by its first ``step()``."""
+    """Whether torch's fused Adam step (``torch._fused_adam_``, the kernel
+    ``Adam(fused=True).step()`` calls) may run on row ranges of a weight, by the lanes
+    (:mod:`.ppgsl_script`): the kernel is elementwise, so the rows updated by two calls on two
+    lanes are the rows one call updates, bit for bit (a test holds it), as long as every range
+    is a whole number of the kernel's vector blocks (rows of a multiple of 64 elements: the
+    caller checks; the scalar tail may round one ulp apart). Only for the optimizer it mirrors:
+    one parameter group, fused, no AMSGrad, maximize, capturable, differentiable or tensor lr;
+    the state (``step``, ``exp_avg``, ``exp_avg_sq``) is the optimizer's own, created by its
+    first ``step()``."""
 
     def __init__(self, opt: Any) -> None:
         self.opt = opt
@@ -163,32 +177,32 @@ class _SplitAdam:
         """Whether the optimizer's state exists (after its first ``step()``)."""
         return all(len(self.opt.state[p]) > 0 for p in self.group["params"])
 
-    def count(self) -> None:
-        """One step more on every parameter's counter (before the kernels read it)."""
-        torch._foreach_add_([self.opt.state[p]["step"] for p in self.group["params"]], 1)
 
-    def update(self, params: list, rows: tuple[int, int] | None = None) -> None:
-        """The step on ``params`` (whole), or on the rows ``[r0, r1)`` of the one in ``params``."""
-        state, g = self.opt.state, self.group
-        cut = (lambda t: t) if rows is None else (lambda t: t[rows[0] : rows[1]])
-        beta1, beta2 = g["betas"]
-        with torch.no_grad():
-            torch._fused_adam_(
-                [cut(p) for p in params], [cut(p.grad) for p in params],
-                [cut(state[p]["exp_avg"]) for p in params],
-                [cut(state[p]["exp_avg_sq"]) for p in params], [],
-                [state[p]["step"] for p in params],
-                amsgrad=False, lr=g["lr"], beta1=beta1, beta2=beta2,
-                weight_decay=g["weight_decay"], eps=g["eps"], maximize=False,
-                grad_scale=None, found_inf=None,
-            )  # fmt: skip
+def _scripted(module: torch.nn.Module) -> Any:
+    """``module`` scripted; where this torch cannot script it (TorchScript is deprecated from
+    torch 2.9), the module itself with a warning: the same results, its lanes one after the
+    other (an eager ``torch.jit.fork`` would run at once anyway)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            return torch.jit.script(module)
+    except Exception as err:  # noqa: BLE001  (any failure of the compiler: run it eagerly)
+        warnings.warn(
+            f"ppgsl: TorchScript failed ({type(err).__name__}); the surrogate's epoch runs on "
+            "one core (the same results)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        module.parallel = False
+        return module
 
 
 class LaneTrainer(SurrogateTrainer):
     """:class:`.ppgsl_surrogate.SurrogateTrainer` with each epoch's pieces split over two
-    :class:`Lanes`; the same results bit for bit (``forward_backward`` is replaced; the
-    optimizer's step is the same fused Adam, run on W₁'s row halves by the lanes that computed
-    those rows of its gradient)."""
+    lanes (:class:`.ppgsl_script.EpochPieces`); the same results bit for bit
+    (``forward_backward`` is replaced; the optimizer's step is the same fused Adam, run on W₁'s
+    row halves by the lanes that computed those rows of its gradient). With one lane
+    (:class:`Lanes` ``(1)``) ``epoch`` is the one-core trainer's."""
 
     def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -199,11 +213,19 @@ class LaneTrainer(SurrogateTrainer):
         self.a_hat_t = _row_sums(self.cols, self.crow, self.values_t)
         self.pos_sums = _row_sums(self.pos_cols, self.pos_crow, None)
         self.pos_src = self.pos_order % max(self.k, 1)  # the pattern's entry -> its positive
+        # The last piece: ∂L/∂W₁ by feature rows and their Adam step on both lanes, and ∂L/∂W₂
+        # (Hᵀ·G, a GEMM n × h₁ × h₂) on lane 0 alone, so lane 0 gets fewer feature rows. Costs
+        # measured per lane on the 2-core machine (Cora-ML): h₁ multiply-adds of the GEMM about
+        # 2/3 of an entry of a row sum at width h₁ (n·h₂·2/3 entries), Adam's row of h₁ about
+        # h₁/5 entries.
+        h1, h2 = self.weights[0].shape[1], self.weights[2].shape[1]
         if isinstance(self.x, SparseFeatures):
             self.x_rows = _row_sums(self.x.rows.cols, self.x.rows.crow, self.x.rows.values)
-            self.x_cols = _row_sums(self.x.cols.cols, self.x.cols.crow, self.x.cols.values)
+            xc = self.x.cols
+            self.x_cols = _row_sums(xc.cols, xc.crow, xc.values, h1 / 5, n * h2 * 2 / 3)
             self.feature_halves = tuple((s.r0, s.r1) for s in self.x_cols)
-        else:
+        else:  # dense X: halves (a GEMM's row blocks give the whole GEMM's sums only at some
+            # cuts; this one is tested)
             f = self.x.shape[1]
             self.feature_halves = ((0, f // 2), (f // 2, f))
         half = n // 2
@@ -214,8 +236,7 @@ class LaneTrainer(SurrogateTrainer):
         aligned = self.weights[0].shape[1] % 64 == 0
         self.adam = _SplitAdam(self.opt) if aligned and _SplitAdam.usable(self.opt) else None
         # the epoch's buffers, reused (every element is written before it is read)
-        w1, w2 = self.weights[0], self.weights[2]
-        h1, h2, k = w1.shape[1], w2.shape[1], self.k
+        w1, w2, k = self.weights[0], self.weights[2], self.k
         new = w1.new_empty
         self.buf = {
             "xw": new(n, h1), "h": new(n, h1), "hw": new(n, h2), "z": new(n, h2),
@@ -227,43 +248,95 @@ class LaneTrainer(SurrogateTrainer):
         }  # fmt: skip
         self.buf["u"][:k] = self.pos[:, 0]
         self.buf["v"][:k] = self.pos[:, 1]
+        self.grads = [new(w1.shape), new(h1), new(w2.shape), new(h2)]  # ∂L/∂W₁, b₁, W₂, b₂
+        self._pieces_module: Any = None
+        self._adam_lists: list[list[torch.Tensor]] | None = None
+        self._ahead: tuple[torch.Tensor, list[torch.Tensor]] | None = None
 
-    def _x_rows(self, lane: int, w1: Any, out: Any) -> None:
-        """Rows of X·W₁ into ``out``."""
-        if isinstance(self.x, SparseFeatures):
-            self.x_rows[lane].into(w1, out)
-        else:
-            r0, r1 = self.node_halves[lane]
-            torch.mm(self.x[r0:r1], w1, out=out[r0:r1])
+    def _script(self) -> Any:
+        """The epoch's pieces as one scripted module (:mod:`.ppgsl_script`), built on first use."""
+        if self._pieces_module is None:
+            from .ppgsl_script import EpochPieces
 
-    def _x_t_rows(self, lane: int, g: Any, out: Any) -> None:
-        """Rows (feature rows) of Xᵀ·g into ``out``."""
-        if isinstance(self.x, SparseFeatures):
-            self.x_cols[lane].into(g, out)
-        else:
-            f0, f1 = self.feature_halves[lane]
-            torch.mm(self.x[:, f0:f1].t(), g, out=out[f0:f1])
+            sparse = isinstance(self.x, SparseFeatures)
+            x_sums = [*self.x_rows, *self.x_cols] if sparse else [*self.a_hat, *self.a_hat]
+            g = self.opt.param_groups[0]
+            adam = (g["lr"], *g["betas"], g["weight_decay"], g["eps"]) if self.adam else (0.0,) * 5
+            module = EpochPieces(
+                [*x_sums, *self.a_hat, *self.a_hat_t, *self.pos_sums],
+                None if sparse else self.x, self.feature_halves, self.node_halves,
+                self.weights, self.buf, self.target, self.pos_src, self.k,
+                tuple(float(v) for v in adam), parallel=self.lanes.lanes == 2,
+            )  # fmt: skip
+            self._pieces_module = _scripted(module)
+        return self._pieces_module
+
+    def _lists_for_adam(self) -> list[list[torch.Tensor]]:
+        """The fused Adam kernel's lists (:meth:`.ppgsl_script.EpochPieces.forward`): W₁'s row
+        ranges per lane, then the other weights; views of the optimizer's own state, which it
+        updates in place (built once its first ``step()`` has created it)."""
+        st, w = self.opt.state, [t.detach() for t in self.weights]
+        out: list[list[torch.Tensor]] = []
+        for f0, f1 in self.feature_halves:
+            rows = (w[0], self.grads[0], st[self.weights[0]]["exp_avg"],
+                    st[self.weights[0]]["exp_avg_sq"])  # fmt: skip
+            out += [[t[f0:f1]] for t in rows] + [[st[self.weights[0]]["step"]]]
+        rest = self.weights[1:]
+        out += [w[1:], self.grads[1:], [st[t]["exp_avg"] for t in rest],
+                [st[t]["exp_avg_sq"] for t in rest], [st[t]["step"] for t in rest]]  # fmt: skip
+        # the counters, each once (the kernels above read them)
+        return [*out, [st[t]["step"] for t in self.weights]]
+
+    def negatives_index(self, neg: torch.Tensor) -> list[torch.Tensor]:
+        """Per lane and per end of the negative pairs: the pairs whose end falls in the lane's
+        rows of ∂L/∂ẑ, their other ends, and the row each term adds to (the same index arrays
+        the scatter computed in the epoch before; now drawn ahead with the negatives)."""
+        out = []
+        with torch.no_grad():
+            for s in self.pos_sums:
+                for side in (0, 1):
+                    ends, others = neg[:, side], neg[:, 1 - side]
+                    mine = torch.nonzero((ends >= s.r0) & (ends < s.r1)).squeeze(1)
+                    out += [mine, others[mine], ends[mine] - s.r0]
+        return out
+
+    def _index(self, neg: torch.Tensor) -> list[torch.Tensor]:
+        if self._ahead is not None and self._ahead[0] is neg:
+            return self._ahead[1]
+        self._ahead = (neg, self.negatives_index(neg))
+        return self._ahead[1]
+
+    def ahead(self, draw: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+        """``draw`` (the next epoch's negatives, run on lane 1 during an epoch) followed by
+        their :meth:`negatives_index`, kept for that epoch."""
+
+        def both() -> torch.Tensor:
+            neg = draw()
+            self._ahead = (neg, self.negatives_index(neg))
+            return neg
+
+        return both
 
     def epoch(
         self, neg: torch.Tensor, with_loss: bool = True, meanwhile: Callable[[], Any] | None = None
     ) -> torch.Tensor | None:
-        """One step of the optimizer; lane 1 runs ``meanwhile()`` during the last piece."""
+        """One step of the optimizer; lane 1's Python thread runs ``meanwhile()`` while the
+        scripted epoch runs (the call releases the GIL)."""
         if self.lanes.lanes == 1:  # the one-core epoch itself, without the split's overhead
             return super().epoch(neg, with_loss, meanwhile)
         split = self.adam is not None and self.adam.ready()
-        loss, grads = self._pieces(neg, with_loss, step=split, meanwhile=meanwhile)
-        if split:
-            return loss
-        for w, g in zip(self.weights, grads, strict=True):  # the first epoch: the state
-            w.grad = g
-
-        def step(lane: int) -> None:
-            if lane == 0:
-                self.opt.step()
-            elif meanwhile is not None:
-                meanwhile()
-
-        self.lanes.both(step)
+        index = self._index(neg)  # before lane 1 replaces it with the next epoch's
+        if meanwhile is not None:
+            self.lanes.submit(meanwhile)
+        try:
+            loss, grads = self._pieces(neg, with_loss, step=split, index=index)
+        finally:
+            if meanwhile is not None:
+                self.lanes.result()
+        if not split:  # the first epoch (the optimizer's state), or another optimizer: whole
+            for w, g in zip(self.weights, grads, strict=True):
+                w.grad = g
+            self.opt.step()
         return loss
 
     def forward_backward(
@@ -280,111 +353,25 @@ class LaneTrainer(SurrogateTrainer):
         neg: torch.Tensor,
         with_loss: bool,
         step: bool = False,
-        meanwhile: Callable[[], Any] | None = None,
+        index: list[torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
-        """The epoch's eight pieces; with ``step`` the last one also runs the optimizer's step
-        (W₁'s rows on the lane that computed their gradient, the rest on lane 0) and lane 1
-        ``meanwhile()``."""
-        w1, b1, w2, b2 = (w.detach() for w in self.weights)
-        k, b = self.k, self.buf
-        xw, h, hw, z, zn, norm, big = (
-            b[key] for key in ("xw", "h", "hw", "z", "zn", "norm", "big")
-        )
-        p, gs, gz, gq, gpre, back = (b[key] for key in ("p", "gs", "gz", "gq", "gpre", "back"))
-        u, v = b["u"], b["v"]
-        u[k:] = neg[:, 0]
-        v[k:] = neg[:, 1]
-        gw1 = self.weights[0].grad if step else w1.new_empty(w1.shape)
-        # the pair ranges' cut: a multiple of 64, where torch's vectorised elementwise loops
-        # (σ's is not the scalar tail's formula bit for bit) group both halves as the whole
-        cut = min(k // 64 * 64, 2 * k)
-        out: dict[str, Any] = {}
-        with torch.no_grad():
-
-            def layer1(lane: int) -> None:  # X W₁
-                self._x_rows(lane, w1, xw)
-
-            def layer2(lane: int) -> None:  # H = relu(Â X W₁ + b₁), H W₂
-                s = self.a_hat[lane]
-                rows = s.into(xw, h).add_(b1).clamp_min_(0.0)
-                torch.mm(rows, w2, out=hw[s.r0 : s.r1])
-
-            def head(lane: int) -> None:  # z = Â H W₂ + b₂ and its unit rows
-                s = self.a_hat[lane]
-                rows = s.into(hw, z).add_(b2)
-                nz = torch.linalg.vector_norm(rows, dim=1, keepdim=True)
-                big[s.r0 : s.r1] = nz > NORM_EPS
-                nz.clamp_min_(NORM_EPS)
-                norm[s.r0 : s.r1] = nz
-                torch.div(rows, nz, out=zn[s.r0 : s.r1])
-
-            def scores(lane: int) -> None:  # σ(cos) and ∂L/∂s per pair, by pair ranges
-                a, b = (0, cut) if lane == 0 else (cut, 2 * k)
-                zu, zv = zn.index_select(0, u[a:b]), zn.index_select(0, v[a:b])
-                pr = torch.sigmoid(torch.linalg.vecdot(zu, zv))
-                p[a:b] = pr
-                g = pr.clone()
-                if a < k:
-                    g[: min(b, k) - a] -= self.target[a : min(b, k)]
-                gs[a:b] = g.div_(k).mul_((pr >= CLAMP) & (pr <= 1 - CLAMP))
-
-            def unit_grad(lane: int) -> None:  # ∂L/∂z through the normalisation, by rows
-                s = self.pos_sums[lane]
-                r0, r1 = s.r0, s.r1
-                gzn = s.into(zn, gz, weights=gs[self.pos_src[s.a : s.b]])
-                g_neg = gs[k:]
-                for ends, others in ((neg[:, 0], neg[:, 1]), (neg[:, 1], neg[:, 0])):
-                    mine = torch.nonzero((ends >= r0) & (ends < r1)).squeeze(1)
-                    terms = zn.index_select(0, others[mine]).mul_(g_neg[mine].unsqueeze(1))
-                    gzn.index_add_(0, ends[mine] - r0, terms)
-                rows = zn[r0:r1]
-                dot = torch.linalg.vecdot(gzn, rows).unsqueeze(1).mul_(big[r0:r1])
-                gzn.sub_(rows.mul(dot)).div_(norm[r0:r1])
-
-            def layer2_back(lane: int) -> None:  # Âᵀ ∂L/∂z, relu's backward by rows; ∂L/∂b₂
-                if lane == 0:
-                    out["gb2"] = gz.sum(0)
-                s = self.a_hat_t[lane]
-                rows = s.into(gz, gq)
-                torch.mm(rows, w2.t(), out=gpre[s.r0 : s.r1])
-                gpre[s.r0 : s.r1] = torch.ops.aten.threshold_backward(
-                    gpre[s.r0 : s.r1], h[s.r0 : s.r1], 0.0
-                )
-
-            def layer1_back(lane: int) -> None:  # Âᵀ ∂L/∂pre; lane 0 also ∂L/∂b₁
-                if lane == 0:
-                    out["gb1"] = gpre.sum(0)
-                self.a_hat_t[lane].into(gpre, back)
-
-            def weights(lane: int) -> None:
-                """∂L/∂W₁ = Xᵀ Âᵀ ∂L/∂pre by feature rows; lane 0 also ∂L/∂W₂ (a reduction
-                over rows: whole). With ``step``: each lane's rows of W₁ stepped, lane 0 the
-                other weights, lane 1 ``meanwhile()``."""
-                if lane == 0:
-                    out["gw2"] = h.t() @ gq
-                self._x_t_rows(lane, back, gw1)
-                if not step:
-                    return
-                assert self.adam is not None
-                self.adam.update([self.weights[0]], self.feature_halves[lane])
-                if lane == 0:
-                    rest = self.weights[1:]
-                    for w, g in zip(rest, (out["gb1"], out["gw2"], out["gb2"]), strict=True):
-                        w.grad = g
-                    self.adam.update(rest)
-                elif meanwhile is not None:
-                    meanwhile()
-
-            for piece in (layer1, layer2, head, scores, unit_grad, layer2_back, layer1_back):
-                self.lanes.both(piece)
-            if step:
-                assert self.adam is not None
-                self.adam.count()  # every counter one step on, before the kernels read them
-            self.lanes.both(weights)
+        """The epoch's eight pieces (:class:`.ppgsl_script.EpochPieces`); with ``step`` the last
+        one also runs the optimizer's step."""
+        index = self._index(neg) if index is None else index
+        state: list[list[torch.Tensor]] = []
+        if step:
+            if self._adam_lists is None:
+                self._adam_lists = self._lists_for_adam()
+            state = self._adam_lists
+        # unoptimised: the same kernels in the order written, none dropped or reordered by
+        # TorchScript's passes (and no optimisation pass on the first calls)
+        with torch.no_grad(), torch.jit.optimized_execution(False):
+            p = self._script()(neg, index, self.grads, step, state)
             loss = None
             if with_loss:
+                k = self.k
                 pc = p.clamp(CLAMP, 1 - CLAMP)
                 loss = F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
                     pc[k:], torch.zeros_like(pc[k:])
                 )
-        return loss, [gw1, out["gb1"], out["gw2"], out["gb2"]]
+        return loss, self.grads

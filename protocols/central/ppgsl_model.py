@@ -299,6 +299,8 @@ def learn(
                     trainer = SurrogateTrainer(model.weights, xt, fixed, pos, w_pos, opt)
 
                 negatives = partial(negatives_tensor, n, len(pos), taken, neg_rng, table, dev)
+                if isinstance(trainer, LaneTrainer) and lanes == 2:  # their scatter's index too
+                    negatives = trainer.ahead(negatives)
                 last = p.ppgsl_attack_epochs - 1
                 neg = negatives()
                 for epoch in progress.steps(

@@ -1,8 +1,9 @@
-"""PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py, issue 35): every
-epoch's loss, gradients and the weights after the optimizer's steps equal the one-core
-trainer's bit for bit (``torch.equal``), with one lane or two, for sparse (valued), identity
-and dense features, with torch's fused Adam stepped by row halves on the lanes and with another
-optimizer stepped whole; a lane's error reaches the caller."""
+"""PPGSL's surrogate epoch on two lanes (protocols/central/ppgsl_lanes.py and the scripted
+epoch, ppgsl_script.py, issue 35): every epoch's loss, gradients and the weights after the
+optimizer's steps equal the one-core trainer's bit for bit (``torch.equal``), with one lane or
+two, for sparse (valued; narrow, and wide enough that the last piece's cut by cost falls
+mid-way), identity and dense features, with torch's fused Adam stepped by row ranges on the
+lanes and with another optimizer stepped whole; a lane's error reaches the caller."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from ldpgraph.protocols.central import ppgsl as pg
 from ldpgraph.protocols.central.ppgsl_lanes import Lanes, LaneTrainer, default_lanes
+from ldpgraph.protocols.central.ppgsl_sparse import SparseFeatures
 from ldpgraph.protocols.central.ppgsl_surrogate import SurrogateTrainer
 
 
@@ -22,13 +24,15 @@ def _setting(features: str, seed: int):
     pairs = torch.as_tensor(pairs[pairs[:, 0] != pairs[:, 1]])
     w = torch.as_tensor(rng.random(len(pairs)), dtype=torch.float32)
     w[::4] = 0.0  # deleted pairs: not in the fixed propagation's pattern
-    if features == "sparse":
-        x = (rng.random((n, 70)) < 0.1).astype(np.float32) * rng.integers(1, 3, (n, 70))
+    if features in ("sparse", "wide"):  # wide: lane 0's share of Xᵀ's rows cut mid-way
+        f = 70 if features == "sparse" else 1000
+        x = (rng.random((n, f)) < 0.05).astype(np.float32) * rng.integers(1, 3, (n, f))
     elif features == "identity":
         x = np.zeros((n, 0), dtype=np.float32)
     else:
         x = rng.random((n, 33)).astype(np.float32)
     xt = pg.feature_matrix(x, "cpu")
+    assert isinstance(xt, SparseFeatures) == (features != "dense")
     prop = pg.Propagation(pairs, n)
     support = w > 0
     pos, target = pairs[support], w[support]
@@ -45,6 +49,9 @@ def _train(trainer_cls, features, seed, fused=True, **kwargs):
     trainer = trainer_cls(model.weights, xt, prop.fixed(w), pos, target, opt, **kwargs)
     if trainer_cls is LaneTrainer:  # the lanes step W₁'s halves with torch's fused kernel
         assert (trainer.adam is not None) == fused
+        (_, cut), (_, rows) = trainer.feature_halves
+        if features in ("wide", "identity"):  # narrow X: lane 0's GEMM outweighs all of Xᵀ
+            assert (0 < cut < rows) == (features == "wide")
     losses, grads = [], []
     for neg in negs:
         loss, g = trainer.forward_backward(neg)
@@ -56,7 +63,7 @@ def _train(trainer_cls, features, seed, fused=True, **kwargs):
     return losses, grads, [t.detach() for t in model.weights]
 
 
-@pytest.mark.parametrize("features", ["sparse", "identity", "dense"])
+@pytest.mark.parametrize("features", ["sparse", "wide", "identity", "dense"])
 @pytest.mark.parametrize("lanes", [1, 2])
 def test_the_lanes_epoch_is_the_one_core_epoch_bit_for_bit(features, lanes):
     ref_losses, ref_grads, ref_weights = _train(SurrogateTrainer, features, 0)
@@ -98,6 +105,13 @@ def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
             seen: list[int] = []
             lanes.both(seen.append)  # the same pool still serves after the error, both lanes
             assert sorted(seen) == [0, 1]
+    for count in (1, 2):  # work handed to lane 1 while the caller runs the scripted epoch
+        with Lanes(count) as lanes:
+            lanes.submit(lambda: 7)
+            assert lanes.result() == 7
+            lanes.submit(lambda: 1 / 0)
+            with pytest.raises(ZeroDivisionError):
+                lanes.result()
     with pytest.raises(ValueError, match="lanes must be 1 or 2"):
         Lanes(3)
     assert default_lanes("cpu") in (1, 2) and default_lanes("meta") == 1
@@ -118,3 +132,15 @@ def test_the_learner_on_two_lanes_learns_the_one_lane_graph_bit_for_bit():
     one, two = (pg.learn(public, sensitive, x, n, p, 0, lanes=lanes) for lanes in (1, 2))
     assert np.array_equal(one.weights, two.weights) and one.log == two.log
     assert not np.array_equal(one.weights, one.original)  # it learned something
+
+
+def test_without_torchscript_the_epoch_runs_eagerly_with_the_same_results(monkeypatch):
+    def broken(module):
+        raise RuntimeError("no TorchScript here")
+
+    ref_losses, _, ref_weights = _train(SurrogateTrainer, "wide", 2)
+    monkeypatch.setattr(torch.jit, "script", broken)
+    with Lanes(2) as lane_pool, pytest.warns(RuntimeWarning, match="TorchScript failed"):
+        losses, _, weights = _train(LaneTrainer, "wide", 2, lanes=lane_pool)
+    assert all(torch.equal(a, b) for a, b in zip(losses, ref_losses, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(weights, ref_weights, strict=True))
