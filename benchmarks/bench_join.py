@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_scale  # noqa: E402
+from scale_table import pct  # noqa: E402
 
 
 def scale_args(n: int, eps: float, mu: float, join: str, out: str, args) -> argparse.Namespace:
@@ -161,9 +162,9 @@ def main() -> None:
                     print(
                         f"{n:>8} {eps:>4g} {rec['exact'].get('mu') or 1:>6.3g} {ex.size:>12} "
                         f"{ap_.size:>10} {kept / max(ex.size, 1):>9.4f} {ap_.size - kept:>6} "
-                        f"{bench_scale.pct(rec['exact'].get('test_accuracy')):>9} "
-                        f"{bench_scale.pct(rec['lsh'].get('test_accuracy')):>8} "
-                        f"{bench_scale.pct(rec['exact'].get('floor_accuracy')):>6} "
+                        f"{pct(rec['exact'].get('test_accuracy')):>9} "
+                        f"{pct(rec['lsh'].get('test_accuracy')):>8} "
+                        f"{pct(rec['exact'].get('floor_accuracy')):>6} "
                         f"{rec['exact']['reconstruct_s']:>10.1f}s "
                         f"{rec['lsh']['reconstruct_s']:>8.1f}s",
                         flush=True,

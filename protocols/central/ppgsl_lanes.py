@@ -322,7 +322,8 @@ class LaneTrainer(SurrogateTrainer):
     ) -> torch.Tensor | None:
         """One step of the optimizer; lane 1's Python thread runs ``meanwhile()`` while the
         scripted epoch runs (the call releases the GIL)."""
-        if self.lanes.lanes == 1:  # the one-core epoch itself, without the split's overhead
+        if self.lanes.lanes == 1:  # the pieces one after the other (the learner uses
+            # SurrogateTrainer itself for one lane)
             return super().epoch(neg, with_loss, meanwhile)
         split = self.adam is not None and self.adam.ready()
         index = self._index(neg)  # before lane 1 replaces it with the next epoch's

@@ -293,7 +293,7 @@ def learn(
                 # Â is constant over the N₁ epochs; their backward is written out, on the CPU
                 # split over the lanes (the same results bit for bit)
                 fixed = prop.fixed(w_fix)
-                if on_cpu:
+                if on_cpu and lanes == 2:  # one lane: the one-core epoch, unscripted
                     trainer = LaneTrainer(model.weights, xt, fixed, pos, w_pos, opt, lanes=pool)
                 else:
                     trainer = SurrogateTrainer(model.weights, xt, fixed, pos, w_pos, opt)
