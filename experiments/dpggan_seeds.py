@@ -37,21 +37,23 @@ NAMES = {"dpggan": "DPGGAN", "dpgvae": "DPGVAE"}
 def extract(run: dict) -> dict:
     """The compact line of one ``ldpgraph run --json`` result: its cell (rule, data set,
     model, ε, seed), Table 1's mean |Δ| per graph, Table 2's cosines and GIN (when run)."""
-    config = run.get("config") or {}
+    config = run["config"]
     selection = config.get("dpg_edge_selection", "topk_dp")
     entry = {"topk_dp": "dp", "topk_true": "paper"}.get(selection)
     if entry is None or config.get("dpg_training", "paper") != "paper":
         raise ValueError(f"not a run of the page's dp-* or paper-* entries: {selection}")
-    section = (run.get("metrics") or {}).get("collection_stats")
+    section = run.get("collection_stats")
     if not section:
         raise ValueError("the run has no collection metric (--metrics collection)")
     t1, t2 = section["table1"], section["table2"]
-    row = {"entry": entry, "dataset": run["dataset"], "model": run["protocol"],
-           "epsilon": float(run["epsilon"]), "seed": int(config.get("seed", run.get("seed"))),
-           "source": "ldpgraph run --json, this round"}  # fmt: skip
+    row = {"entry": entry, "dataset": config["dataset"], "model": config["protocol"],
+           "epsilon": float(config["epsilon"]), "seed": int(config["seed"]),
+           "source": "ldpgraph run --json, issue 34",
+           "fingerprint": str(run.get("fingerprint", ""))[:8],
+           "total_s": round(float((run.get("timings") or {}).get("total", 0.0)), 1)}  # fmt: skip
     row.update({k: t1[k]["abs_diff"] for k in TABLE1})
     row.update(degree_cos=t2["degree_cosine"], motif_cos=t2["motif_cosine"])
-    gin = (run.get("metrics") or {}).get("gin")
+    gin = run.get("gin")
     if gin:
         row.update(gin_generated=gin["generated"]["final"], gin_original=gin["original"]["final"])
     return row

@@ -130,12 +130,12 @@ def _run_json(seed: int, tc: float, gin: float | None) -> dict:
     stats = {"lcc": 0.3, "tc": tc, "cpl": 0.05, "gini": 0.05, "rede": 0.01}
     t2 = {"degree_cosine": 0.53, "motif_cosine": 0.6, "motif_pairs_skipped": 3}
     t1 = {k: {"abs_diff": v, "original": 1.0} for k, v in stats.items()}
-    metrics = {"collection_stats": {"table1": t1, "table2": t2}}
+    config = {"seed": seed, "dpg_edge_selection": "topk_dp", "dataset": "imdb-collection",
+              "protocol": "dpggan", "epsilon": 10.0}  # fmt: skip
+    run = {"config": config, "collection_stats": {"table1": t1, "table2": t2}}
     if gin is not None:
-        metrics["gin"] = {"generated": {"final": gin}, "original": {"final": 0.5}}
-    config = {"seed": seed, "dpg_edge_selection": "topk_dp"}
-    return {"dataset": "imdb-collection", "protocol": "dpggan", "epsilon": 10.0,
-            "config": config, "metrics": metrics}  # fmt: skip
+        run["gin"] = {"generated": {"final": gin}, "original": {"final": 0.5}}
+    return run
 
 
 def test_seed_tables_apply_the_rule_to_the_mean(tmp_path):
@@ -161,4 +161,4 @@ def test_seed_tables_apply_the_rule_to_the_mean(tmp_path):
     assert not cell["columns"]["tc"]["within"]
     assert "| IMDB | DPGGAN | dp-* | 10 | 1, 2 | **0.3 ± 0** (0.004)" in seeds.table([cell])
     with pytest.raises(ValueError, match="collection metric"):
-        seeds.extract({**_run_json(0, 1.0, None), "metrics": {}})
+        seeds.extract({**_run_json(0, 1.0, None), "collection_stats": None})
