@@ -132,7 +132,7 @@ def count(summary: list[dict]) -> dict[str, tuple[int, int]]:
 def _fmt(v: dict | None) -> str:
     if v is None:
         return "–"
-    text = f"{v['mean']:.0f}" if abs(v["mean"]) >= 100 else f"{v['mean']:.3g}"
+    text = f"{v['mean']:.0f}" if abs(v["mean"]) >= 100 else f"{v['mean']:#.3g}"
     if v["sd"] is not None:
         text += f" ± {v['sd']:.0f}" if v["sd"] >= 10 else f" ± {v['sd']:.2g}"
     if v["paper"] is not None:

@@ -159,6 +159,6 @@ def test_seed_tables_apply_the_rule_to_the_mean(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (cell,) = seeds.summarise(seeds.load([path]))
     assert not cell["columns"]["tc"]["within"]
-    assert "| IMDB | DPGGAN | dp-* | 10 | 1, 2 | **0.3 ± 0** (0.004)" in seeds.table([cell])
+    assert "| IMDB | DPGGAN | dp-* | 10 | 1, 2 | **0.300 ± 0** (0.004)" in seeds.table([cell])
     with pytest.raises(ValueError, match="collection metric"):
         seeds.extract({**_run_json(0, 1.0, None), "collection_stats": None})
