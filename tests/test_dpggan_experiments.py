@@ -1,5 +1,6 @@
 """The DPGGAN paper's Figure 3 pieces (experiments/dpggan_nodp.py, experiments/dpggan_fig3.py):
-the 80/20 split, the pooled link AUC and the summary the reproduction page prints."""
+the 80/20 split, the pooled link AUC and the summary the reproduction page prints; the tables
+over seeds (experiments/dpggan_seeds.py): the rule and the count."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def _module(name: str):
 
 nodp = _module("dpggan_nodp")
 fig3 = _module("dpggan_fig3")
+seeds = _module("dpggan_seeds")
 
 
 def _ring_with_chords(n: int) -> np.ndarray:
@@ -121,3 +123,42 @@ def test_summary_and_table(tmp_path):
     assert "| 0.600 (1 seed) (0.700 (1 seed)) | 0.800 (1 seed) (0.900 (1 seed)) |" in text
     assert summary[1]["gen_n2v"] is None and text.splitlines()[-1].count("| – |") == 2
     assert fig3.figure(summary, tmp_path).stat().st_size > 0
+
+
+def _run_json(seed: int, tc: float, gin: float | None) -> dict:
+    """A minimal ``ldpgraph run --json`` result of the strict release (``dp-*``)."""
+    stats = {"lcc": 0.3, "tc": tc, "cpl": 0.05, "gini": 0.05, "rede": 0.01}
+    t2 = {"degree_cosine": 0.53, "motif_cosine": 0.6, "motif_pairs_skipped": 3}
+    t1 = {k: {"abs_diff": v, "original": 1.0} for k, v in stats.items()}
+    config = {"seed": seed, "dpg_edge_selection": "topk_dp", "dataset": "imdb-collection",
+              "protocol": "dpggan", "epsilon": 10.0}  # fmt: skip
+    run = {"config": config, "collection_stats": {"table1": t1, "table2": t2}}
+    if gin is not None:
+        run["gin"] = {"generated": {"final": gin}, "original": {"final": 0.5}}
+    return run
+
+
+def test_seed_tables_apply_the_rule_to_the_mean(tmp_path):
+    """The paper's IMDB DPGGAN ε = 10 TC is 22.89: seeds at 24 and 27 (mean 25.5, within 3)
+    count, 24 and 28 (mean 26) do not; a mean below the paper's error counts; a Table 2 cell
+    counts within ±0.03 either side; GIN only where a run has it."""
+    assert seeds.within("tc", 25.8, 22.89) and not seeds.within("tc", 25.9, 22.89)
+    assert seeds.within("cpl", 0.001, 0.0164) and seeds.within("cpl", 0.0464, 0.0164)
+    assert not seeds.within("degree_cos", 0.58, 0.5486) and seeds.within("degree_cos", 0.52, 0.5486)
+    rows = [seeds.extract(_run_json(1, 24.0, 0.45)), seeds.extract(_run_json(2, 27.0, None))]
+    assert rows[0]["entry"] == "dp" and rows[0]["seed"] == 1 and "gin_generated" not in rows[1]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (cell,) = seeds.summarise(seeds.load([path]))
+    tc = cell["columns"]["tc"]
+    assert cell["seeds"] == [1, 2] and tc["mean"] == 25.5 and tc["within"]
+    assert tc["sd"] == pytest.approx(1.5 * 2**0.5)
+    assert cell["columns"]["gin_generated"]["n"] == 1
+    assert seeds.count([cell])["dp table1"] == (3, 5)  # LCC, TC, REDE (CPL, GINI: above)
+    rows[1]["tc"] = 28.0
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (cell,) = seeds.summarise(seeds.load([path]))
+    assert not cell["columns"]["tc"]["within"]
+    assert "| IMDB | DPGGAN | dp-* | 10 | 1, 2 | **0.300 ± 0** (0.004)" in seeds.table([cell])
+    with pytest.raises(ValueError, match="collection metric"):
+        seeds.extract({**_run_json(0, 1.0, None), "collection_stats": None})
