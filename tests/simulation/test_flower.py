@@ -21,6 +21,7 @@ from ldpgraph.simulation.splits import make_split
 
 from ..support.faults import make_faulty_app
 from ..support.flower_engine import releases_in_one_engine
+from ..support.spawned import Spawned
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
@@ -171,7 +172,6 @@ def test_ctrl_c_stops_every_process(tmp_path):
     sig = "SIGINT"
     import os
     import signal
-    import subprocess
     import sys
     import time
 
@@ -193,32 +193,15 @@ def test_ctrl_c_stops_every_process(tmp_path):
         "--ray-actors",
         "2",
     ]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        # A user's shell delivers Ctrl-C to a process with the default disposition. An ignored
-        # SIGINT would be inherited from this pytest process (seen in full-suite runs: some
-        # earlier in-process test leaves it ignored), and the run would finish instead.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 180
+    child = Spawned(cmd, tmp_path / "out.log", env={**os.environ, "PYTHONUNBUFFERED": "1"})
     marker = rundir / "ray-temp-dir"
-    while time.monotonic() < deadline and not (marker.is_file() and pids_under(marker.read_text())):
-        time.sleep(0.2)
+    child.wait_for(lambda: marker.is_file() and bool(pids_under(marker.read_text())), "Ray")
     ray_tmp = marker.read_text()
-    assert pids_under(ray_tmp), "Ray never started"
     # 1500 one-node SuperNodes keep the engine busy for well over this pause: the signal lands
     # while Flower and Ray are running (a smaller run could finish first on an idle machine).
     time.sleep(1)
-    proc.send_signal(getattr(signal, sig))
-    try:
-        proc.wait(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+    child.proc.send_signal(getattr(signal, sig))
+    assert child.wait(180) == 130, child.tail()
     time.sleep(1)
     assert pids_under(ray_tmp) == [] and pids_under(str(rundir)) == []
     # The nodes' rows (the simulation's copy of the graph) do not outlive the run.

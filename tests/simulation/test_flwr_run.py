@@ -20,6 +20,8 @@ from ldpgraph.simulation.backends import flwr_run
 from ldpgraph.simulation.config import RunConfig
 from ldpgraph.simulation.pipeline import run
 
+from ..support.spawned import Spawned
+
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = "synthetic:n=90,classes=3,d=20,seed=5"
 
@@ -225,7 +227,6 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
     """Ctrl-C during ``run_with_flwr``: the detached SuperLink, SuperExec, the simulation and
     Ray are stopped by pid, the private dir and the nodes' rows are gone."""
     import signal
-    import time
 
     from ldpgraph.simulation.processes import pids_under
 
@@ -241,29 +242,18 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    child = Spawned([sys.executable, "-c", script], tmp_path / "out.log")
     marker = rundir / "ray-temp-dir"
-    deadline = time.monotonic() + 180
-    root = ""
-    while time.monotonic() < deadline:
-        root = marker.read_text() if marker.is_file() else ""
+
+    def ray_is_up() -> bool:
         # Wait for the simulation's Ray: then the SuperLink has started everything.
-        if root and any("raylet" in _cmd(p) for p in pids_under(root)):
-            break
-        time.sleep(0.3)
-    assert root and pids_under(root), "the SuperLink never started"
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+        root = marker.read_text() if marker.is_file() else ""
+        return bool(root) and any("raylet" in _cmd(p) for p in pids_under(root))
+
+    child.wait_for(ray_is_up, "the simulation's Ray")
+    root = marker.read_text()
+    child.proc.send_signal(signal.SIGINT)
+    assert child.wait(120) == 130, child.tail()
     assert pids_under(root) == [] and not os.path.exists(root)
     assert not (rundir / "nodes").exists()
 
