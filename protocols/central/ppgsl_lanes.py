@@ -14,10 +14,11 @@ Not torch's OpenMP threads: OpenMP's workers spin-wait between kernels, and on a
 2-core machine they burned 10× the CPU (``docs/benchmarks.md``). The epoch's pieces run as one
 TorchScript call (:mod:`.ppgsl_script`, round 5), lane 1's half of each piece a
 ``torch.jit.fork`` task on torch's inter-op thread: the call holds no GIL, and a waiting lane
-blocks. Each lane runs its kernels on one torch thread. :class:`Lanes` keeps one Python worker
-thread, which draws the next epoch's negatives (numpy) while the scripted epoch runs. A test
-holds the two-lane epoch equal to :class:`.ppgsl_surrogate.SurrogateTrainer`'s with
-``torch.equal``.
+blocks. Each lane runs its kernels on one torch thread. From round 6, :meth:`LaneTrainer.train`
+runs the epochs after the first :attr:`LaneTrainer.chunk` at a time in one scripted call each,
+so no Python runs between two epochs; :class:`Lanes` keeps one Python worker thread, which
+draws the next call's negatives (numpy) and their scatter index while a call runs. Tests hold
+the two-lane epochs equal to :class:`.ppgsl_surrogate.SurrogateTrainer`'s with ``torch.equal``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from .ppgsl_sparse import SparseFeatures
-from .ppgsl_surrogate import CLAMP, SurrogateTrainer
+from .ppgsl_surrogate import CLAMP, SurrogateTrainer, _no_tick
 
 
 def default_lanes(device: Any) -> int:
@@ -204,6 +205,10 @@ class LaneTrainer(SurrogateTrainer):
     row halves by the lanes that computed those rows of its gradient). With one lane
     (:class:`Lanes` ``(1)``) ``epoch`` is the one-core trainer's."""
 
+    #: Epochs per scripted call in :meth:`train` (the negatives of a call: about 0.25 MB an
+    #: epoch on Cora-ML, drawn during the call before).
+    chunk = 64
+
     def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lanes = lanes
@@ -291,14 +296,18 @@ class LaneTrainer(SurrogateTrainer):
         """Per lane and per end of the negative pairs: the pairs whose end falls in the lane's
         rows of ∂L/∂ẑ, their other ends, and the row each term adds to (the same index arrays
         the scatter computed in the epoch before; now drawn ahead with the negatives)."""
-        out = []
+        (_, cut), (_, rows) = ((s.r0, s.r1) for s in self.pos_sums)
+        assert self.pos_sums[0].r0 == 0 and self.pos_sums[1].r0 == cut and rows == self.n
+        halves: list[list[torch.Tensor]] = [[], []]
         with torch.no_grad():
-            for s in self.pos_sums:
-                for side in (0, 1):
-                    ends, others = neg[:, side], neg[:, 1 - side]
-                    mine = torch.nonzero((ends >= s.r0) & (ends < s.r1)).squeeze(1)
-                    out += [mine, others[mine], ends[mine] - s.r0]
-        return out
+            for side in (0, 1):
+                ends, others = neg[:, side], neg[:, 1 - side]
+                upper = ends >= cut  # lane 1's rows; lane 0's are the rest
+                for lane, mask in ((0, ~upper), (1, upper)):
+                    mine = torch.nonzero(mask).squeeze(1)
+                    at = ends.index_select(0, mine)
+                    halves[lane] += [mine, others.index_select(0, mine), at.sub_(cut * lane)]
+        return halves[0] + halves[1]
 
     def _index(self, neg: torch.Tensor) -> list[torch.Tensor]:
         if self._ahead is not None and self._ahead[0] is neg:
@@ -368,11 +377,61 @@ class LaneTrainer(SurrogateTrainer):
         # TorchScript's passes (and no optimisation pass on the first calls)
         with torch.no_grad(), torch.jit.optimized_execution(False):
             p = self._script()(neg, index, self.grads, step, state)
-            loss = None
-            if with_loss:
-                k = self.k
-                pc = p.clamp(CLAMP, 1 - CLAMP)
-                loss = F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
-                    pc[k:], torch.zeros_like(pc[k:])
-                )
+            loss = self._loss(p) if with_loss else None
         return loss, self.grads
+
+    def _loss(self, p: torch.Tensor) -> torch.Tensor:
+        """The two mean binary cross-entropies from the pair probabilities ``p``."""
+        k = self.k
+        with torch.no_grad():
+            pc = p.clamp(CLAMP, 1 - CLAMP)
+            return F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
+                pc[k:], torch.zeros_like(pc[k:])
+            )
+
+    def train(
+        self, draw: Callable[[], torch.Tensor], epochs: int, tick: Callable[[int], None] = _no_tick
+    ) -> torch.Tensor:
+        """:meth:`.ppgsl_surrogate.SurrogateTrainer.train`, the same epochs bit for bit. On two
+        lanes with the optimizer's step split (torch's fused Adam), after the first epoch
+        (which creates the optimizer's state) the epochs run :attr:`chunk` at a time in one
+        scripted call each (:meth:`.ppgsl_script.EpochPieces.epochs`): no Python between two
+        epochs. Lane 1's Python thread draws the next call's negatives and their index while a
+        call runs, in the order one epoch after another draws them."""
+        if self.lanes.lanes == 1:
+            return super().train(draw, epochs, tick)
+        if self.adam is None:  # another optimizer: its step runs in Python after each epoch
+            return super().train(self.ahead(draw), epochs, tick)
+
+        def chunk_of(count: int) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
+            negs = [draw() for _ in range(count)]
+            return negs, [self.negatives_index(neg) for neg in negs]
+
+        ready: list[Any] = []
+        left = epochs - 1
+        first = min(self.chunk, left)
+        loss = self.epoch(  # a whole step: it creates the optimizer's state
+            draw(),
+            with_loss=left == 0,
+            meanwhile=(lambda: ready.append(chunk_of(first))) if left else None,
+        )
+        tick(1)
+        while left:
+            negs, index = ready.pop()
+            left -= len(negs)
+            after = min(self.chunk, left)
+            if after:
+                self.lanes.submit(lambda count=after: ready.append(chunk_of(count)))
+            try:
+                if self._adam_lists is None:
+                    self._adam_lists = self._lists_for_adam()
+                with torch.no_grad(), torch.jit.optimized_execution(False):
+                    p = self._script().epochs(negs, index, self.grads, self._adam_lists)
+            finally:
+                if after:
+                    self.lanes.result()
+            tick(len(negs))
+            if not left:
+                loss = self._loss(p)
+        assert loss is not None, "ppgsl: a surrogate trains at least one epoch"
+        return loss

@@ -6,9 +6,11 @@ imported inside functions."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -299,19 +301,13 @@ def learn(
                     trainer = SurrogateTrainer(model.weights, xt, fixed, pos, w_pos, opt)
 
                 negatives = partial(negatives_tensor, n, len(pos), taken, neg_rng, table, dev)
-                if isinstance(trainer, LaneTrainer) and lanes == 2:  # their scatter's index too
-                    negatives = trainer.ahead(negatives)
-                last = p.ppgsl_attack_epochs - 1
-                neg = negatives()
-                for epoch in progress.steps(
+                # the next epochs' negatives are drawn while the epochs before run (the same
+                # draws in the same order as one after another)
+                bar = progress.steps(
                     range(p.ppgsl_attack_epochs), "PPGSL surrogate epoch", every_s=10.0
-                ):
-                    # the next epoch's negatives are drawn during this epoch's optimizer step
-                    # (the same draws in the same order as one after another)
-                    ahead: list[Any] = []
-                    meanwhile = partial(_into, ahead, negatives) if epoch < last else None
-                    loss = trainer.epoch(neg, with_loss=epoch == last, meanwhile=meanwhile)
-                    neg = ahead[0] if ahead else None
+                )
+                loss = trainer.train(negatives, p.ppgsl_attack_epochs, partial(_advance, bar))
+                deque(bar, maxlen=0)  # the bar's last line
                 model.freeze()
                 xw1 = _mm(xt, model.weights[0]).detach()
                 log["retrains"] += 1
@@ -342,8 +338,9 @@ def learn(
     return Learned(pairs_np, original_np, weights, log)
 
 
-def _into(out: list, fn: Callable[[], Any]) -> None:
-    out.append(fn())
+def _advance(bar: Iterator[Any], count: int) -> None:
+    """``count`` steps of a :func:`.progress.steps` bar."""
+    deque(islice(bar, count), maxlen=0)
 
 
 def keep_freed_memory() -> None:

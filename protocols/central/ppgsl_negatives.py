@@ -23,6 +23,7 @@ class PairTable:
     def __init__(self, n: int) -> None:
         self.taken = np.zeros(n * n, dtype=bool)
         self.slot = np.empty(n * n, dtype=np.int32)
+        self._idx = np.zeros(0, dtype=np.int32)
 
     @classmethod
     def fits(cls, n: int) -> bool:
@@ -33,10 +34,13 @@ class PairTable:
         self.taken[taken] = True
         return self
 
-    def first_free(self, head: np.ndarray, n: int) -> np.ndarray:
+    def first_free(
+        self, head: np.ndarray, n: int, distinct: np.ndarray | None = None
+    ) -> np.ndarray:
         """The mask of ``head``'s keys that are the first occurrence of their key, not a
-        self-pair and not taken (in draw order)."""
-        idx = np.arange(len(head), dtype=np.int32)
+        self-pair and not taken (in draw order); ``distinct``: the mask u ≠ v of the draws,
+        when the caller has it (else from the keys)."""
+        idx = self._arange(len(head))
         self.slot[head] = idx  # a repeated key keeps one of its positions (whichever)
         win = self.slot[head]
         keep = win == idx
@@ -46,9 +50,15 @@ class PairTable:
             _, first = np.unique(head[dup], return_index=True)
             keep[dup] = False
             keep[dup[first]] = True
-        keep &= (head // n) != (head % n)
+        keep &= ((head // n) != (head % n)) if distinct is None else distinct
         keep &= ~self.taken[head]
         return keep
+
+    def _arange(self, m: int) -> np.ndarray:
+        """0 … m−1 as int32, kept between calls (the same m every epoch of a retrain)."""
+        if len(self._idx) < m:
+            self._idx = np.arange(m, dtype=np.int32)
+        return self._idx[:m]
 
 
 def fresh_negatives(
@@ -70,13 +80,18 @@ def fresh_negatives(
         return sample_free_pairs(n, count, taken, rng)
     b = 2 * count + 16
     u, v = rng.integers(0, n, size=b), rng.integers(0, n, size=b)
-    keys = np.minimum(u, v) * n + np.maximum(u, v)
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    keys = lo * n + hi
     for m in (min(b, count + count // 8 + 64), b):
         head = keys[:m]
         if table is not None:
-            keep = table.first_free(head, n)
-            if keep.sum() >= count or m == b:
-                found = head[keep]
+            keep = table.first_free(head, n, lo[:m] != hi[:m])
+            at = np.flatnonzero(keep)
+            if len(at) >= count:  # the usual case: the pairs are the ends already drawn
+                at = at[:count]
+                return np.stack([lo[at], hi[at]], axis=1)
+            if m == b:
+                found = head[at]
                 break
             continue
         order = np.argsort(head, kind="stable")

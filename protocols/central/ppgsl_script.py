@@ -5,9 +5,10 @@ core. Round 4 ran the pieces from Python: eight hand-offs an epoch through block
 between two kernels each lane took the GIL back, so the two lanes traded the GIL dozens of times
 an epoch. On an idle 2-core machine those trades and wake-ups cost about a third more CPU than
 one lane (``docs/benchmarks.md``, round 4). Here the same pieces, the same kernels in the same
-order on the same row ranges, are a scripted module: Python calls it once an epoch, the call
-releases the GIL for the whole epoch, and lane 1's half of each piece runs as a
-``torch.jit.fork`` task on torch's inter-op thread, joined by ``torch.jit.wait``. The results
+order on the same row ranges, are a scripted module: Python calls it once an epoch (from round
+6, :meth:`EpochPieces.epochs`: once for a chunk of epochs), the call releases the GIL until it
+returns, and lane 1's half of each piece runs as a ``torch.jit.fork`` task on torch's inter-op
+thread, joined by ``torch.jit.wait``. The results
 are the one-core epoch's bit for bit, as before (the tests compare with ``torch.equal``).
 
 torch is imported at the top (the strategy imports this module inside functions only).
@@ -218,3 +219,16 @@ class EpochPieces(torch.nn.Module):
                 done += self.piece(which, 1, index, grads, step, state)
         assert done == 56  # 2 · (0 + 1 + … + 7)
         return self.buf[7]
+
+    @torch.jit.export
+    def epochs(
+        self, negs: list[Tensor], index: list[list[Tensor]], grads: list[Tensor],
+        state: list[list[Tensor]],
+    ) -> Tensor:  # fmt: skip
+        """:meth:`forward` with the optimizer's step for each of the negatives ``negs`` (and
+        their ``index``), one epoch after another in this one call. Returns the last epoch's
+        pair probabilities."""
+        p = self.buf[7]
+        for e in range(len(negs)):
+            p = self.forward(negs[e], index[e], grads, True, state)
+        return p

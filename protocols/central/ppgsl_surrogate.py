@@ -30,6 +30,10 @@ CLAMP = 1e-7
 NORM_EPS = 1e-8
 
 
+def _no_tick(count: int) -> None:
+    """The default progress callback of :meth:`SurrogateTrainer.train`: nothing."""
+
+
 class SurrogateTrainer:
     """The N₁ epochs of one surrogate on a fixed propagation: ``epoch(neg)`` runs one forward,
     the written-out backward and one optimizer step, and returns the loss (a 0-d tensor).
@@ -128,4 +132,22 @@ class SurrogateTrainer:
         self.opt.step()
         if meanwhile is not None:
             meanwhile()
+        return loss
+
+    def train(
+        self, draw: Callable[[], torch.Tensor], epochs: int, tick: Callable[[int], None] = _no_tick
+    ) -> torch.Tensor:
+        """``epochs`` epochs, each on fresh negatives ``draw()`` (drawn in order, the next
+        during the step before); returns the last epoch's loss. ``tick(count)`` after each
+        ``count`` epochs done (progress)."""
+        neg = draw()
+        loss = None
+        for epoch in range(epochs):
+            last = epoch == epochs - 1
+            ahead: list[torch.Tensor] = []
+            meanwhile = None if last else lambda: ahead.append(draw())  # noqa: B023
+            loss = self.epoch(neg, with_loss=last, meanwhile=meanwhile)
+            neg = ahead[0] if ahead else neg
+            tick(1)
+        assert loss is not None, "ppgsl: a surrogate trains at least one epoch"
         return loss

@@ -7,6 +7,8 @@ lanes and with another optimizer stepped whole; a lane's error reaches the calle
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
@@ -117,7 +119,40 @@ def test_a_lanes_error_reaches_the_caller_and_lanes_are_checked():
     assert default_lanes("cpu") in (1, 2) and default_lanes("meta") == 1
 
 
-def test_the_learner_on_two_lanes_learns_the_one_lane_graph_bit_for_bit():
+@pytest.mark.parametrize("chunk", [1, 4, 64])
+@pytest.mark.parametrize("epochs", [1, 2, 10])
+def test_training_in_scripted_chunks_is_the_one_core_training_bit_for_bit(chunk, epochs):
+    """``train`` runs the epochs after the first ``chunk`` at a time in one scripted call each,
+    drawing the next call's negatives meanwhile: the same draws in the same order, the same
+    weights and the same last loss as one epoch after another on one core."""
+    xt, prop, w, pos, target, negs = _setting("sparse", 5)
+    rng = np.random.default_rng(5)
+    negs = [torch.as_tensor(rng.integers(0, 300, (len(pos), 2))) for _ in range(epochs)]
+    results = []
+    for lanes in (None, 2):
+        model = pg.Surrogate(xt.shape[1], torch.Generator().manual_seed(5), "cpu")
+        opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=True)
+        drawn = iter(negs)
+        with Lanes(lanes or 1) as pool:
+            if lanes is None:
+                trainer = SurrogateTrainer(model.weights, xt, prop.fixed(w), pos, target, opt)
+            else:
+                trainer = LaneTrainer(
+                    model.weights, xt, prop.fixed(w), pos, target, opt, lanes=pool
+                )
+                trainer.chunk = chunk
+            ticks: list[int] = []
+            loss = trainer.train(partial(next, drawn), epochs, ticks.append)
+        assert sum(ticks) == epochs and next(drawn, None) is None  # every draw, none more
+        results.append((loss, [t.detach() for t in model.weights]))
+    (loss1, weights1), (loss2, weights2) = results
+    assert torch.equal(loss1, loss2)
+    assert all(torch.equal(a, b) for a, b in zip(weights1, weights2, strict=True))
+
+
+@pytest.mark.parametrize("chunk", [3, 64])
+def test_the_learner_on_two_lanes_learns_the_one_lane_graph_bit_for_bit(chunk, monkeypatch):
+    monkeypatch.setattr(LaneTrainer, "chunk", chunk)  # 20 epochs: 1 + 3·6 + 1 with 3
     rng = np.random.default_rng(4)
     n = 240
     iu, iv = np.triu_indices(n, 1)
