@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from .ppgsl_sparse import SparseFeatures
-from .ppgsl_surrogate import CLAMP, SurrogateTrainer, _no_tick
+from .ppgsl_surrogate import CLAMP, SurrogateTrainer, _no_tick, check_epochs
 
 
 def default_lanes(device: Any) -> int:
@@ -205,9 +205,11 @@ class LaneTrainer(SurrogateTrainer):
     row halves by the lanes that computed those rows of its gradient). With one lane
     (:class:`Lanes` ``(1)``) ``epoch`` is the one-core trainer's."""
 
-    #: Epochs per scripted call in :meth:`train` (the negatives of a call: about 0.25 MB an
-    #: epoch on Cora-ML, drawn during the call before).
+    #: At most this many epochs per scripted call in :meth:`train` (:meth:`chunk_size`).
     chunk = 64
+    #: The bytes of negatives and their index one call's epochs may hold: two calls' worth are
+    #: alive at once (the running call's and the next, drawn meanwhile).
+    chunk_bytes = 32 << 20
 
     def __init__(self, *args: Any, lanes: Lanes, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -389,15 +391,22 @@ class LaneTrainer(SurrogateTrainer):
                 pc[k:], torch.zeros_like(pc[k:])
             )
 
+    def chunk_size(self) -> int:
+        """Epochs per scripted call: :attr:`chunk`, fewer where an epoch's negatives and index
+        (64 bytes per positive pair: the pairs, and three int64 entries per pair and side in
+        the index) would pass :attr:`chunk_bytes` (Cora-ML: 0.47 MB an epoch, 64 epochs)."""
+        return max(1, min(self.chunk, self.chunk_bytes // (64 * max(self.k, 1))))
+
     def train(
         self, draw: Callable[[], torch.Tensor], epochs: int, tick: Callable[[int], None] = _no_tick
     ) -> torch.Tensor:
         """:meth:`.ppgsl_surrogate.SurrogateTrainer.train`, the same epochs bit for bit. On two
         lanes with the optimizer's step split (torch's fused Adam), after the first epoch
-        (which creates the optimizer's state) the epochs run :attr:`chunk` at a time in one
+        (which creates the optimizer's state) the epochs run :meth:`chunk_size` at a time in one
         scripted call each (:meth:`.ppgsl_script.EpochPieces.epochs`): no Python between two
         epochs. Lane 1's Python thread draws the next call's negatives and their index while a
         call runs, in the order one epoch after another draws them."""
+        check_epochs(epochs)
         if self.lanes.lanes == 1:
             return super().train(draw, epochs, tick)
         if self.adam is None:  # another optimizer: its step runs in Python after each epoch
@@ -409,7 +418,8 @@ class LaneTrainer(SurrogateTrainer):
 
         ready: list[Any] = []
         left = epochs - 1
-        first = min(self.chunk, left)
+        chunk = self.chunk_size()
+        first = min(chunk, left)
         loss = self.epoch(  # a whole step: it creates the optimizer's state
             draw(),
             with_loss=left == 0,
@@ -419,7 +429,7 @@ class LaneTrainer(SurrogateTrainer):
         while left:
             negs, index = ready.pop()
             left -= len(negs)
-            after = min(self.chunk, left)
+            after = min(chunk, left)
             if after:
                 self.lanes.submit(lambda count=after: ready.append(chunk_of(count)))
             try:

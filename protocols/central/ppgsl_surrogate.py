@@ -34,6 +34,12 @@ def _no_tick(count: int) -> None:
     """The default progress callback of :meth:`SurrogateTrainer.train`: nothing."""
 
 
+def check_epochs(epochs: int) -> None:
+    """A one-line error for a surrogate trained fewer than one epoch (it has no loss)."""
+    if epochs < 1:
+        raise ValueError(f"ppgsl: a surrogate trains at least one epoch, got {epochs}")
+
+
 class SurrogateTrainer:
     """The N₁ epochs of one surrogate on a fixed propagation: ``epoch(neg)`` runs one forward,
     the written-out backward and one optimizer step, and returns the loss (a 0-d tensor).
@@ -140,6 +146,7 @@ class SurrogateTrainer:
         """``epochs`` epochs, each on fresh negatives ``draw()`` (drawn in order, the next
         during the step before); returns the last epoch's loss. ``tick(count)`` after each
         ``count`` epochs done (progress)."""
+        check_epochs(epochs)
         neg = draw()
         loss = None
         for epoch in range(epochs):

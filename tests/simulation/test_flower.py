@@ -193,15 +193,16 @@ def test_ctrl_c_stops_every_process(tmp_path):
         "--ray-actors",
         "2",
     ]
-    child = Spawned(cmd, tmp_path / "out.log", env={**os.environ, "PYTHONUNBUFFERED": "1"})
     marker = rundir / "ray-temp-dir"
-    child.wait_for(lambda: marker.is_file() and bool(pids_under(marker.read_text())), "Ray")
-    ray_tmp = marker.read_text()
-    # 1500 one-node SuperNodes keep the engine busy for well over this pause: the signal lands
-    # while Flower and Ray are running (a smaller run could finish first on an idle machine).
-    time.sleep(1)
-    child.proc.send_signal(getattr(signal, sig))
-    assert child.wait(180) == 130, child.tail()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with Spawned(cmd, tmp_path / "out.log", env=env) as child:
+        child.wait_for(lambda: marker.is_file() and bool(pids_under(marker.read_text())), "Ray")
+        ray_tmp = marker.read_text()
+        # 1500 one-node SuperNodes keep the engine busy for well over this pause: the signal
+        # lands while Flower and Ray run (a smaller run could finish first on an idle machine).
+        time.sleep(1)
+        child.proc.send_signal(getattr(signal, sig))
+        assert child.wait(180) == 130, child.tail()
     time.sleep(1)
     assert pids_under(ray_tmp) == [] and pids_under(str(rundir)) == []
     # The nodes' rows (the simulation's copy of the graph) do not outlive the run.

@@ -242,7 +242,6 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n"
     )
-    child = Spawned([sys.executable, "-c", script], tmp_path / "out.log")
     marker = rundir / "ray-temp-dir"
 
     def ray_is_up() -> bool:
@@ -250,10 +249,11 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
         root = marker.read_text() if marker.is_file() else ""
         return bool(root) and any("raylet" in _cmd(p) for p in pids_under(root))
 
-    child.wait_for(ray_is_up, "the simulation's Ray")
-    root = marker.read_text()
-    child.proc.send_signal(signal.SIGINT)
-    assert child.wait(120) == 130, child.tail()
+    with Spawned([sys.executable, "-c", script], tmp_path / "out.log") as child:
+        child.wait_for(ray_is_up, "the simulation's Ray")
+        root = marker.read_text()
+        child.proc.send_signal(signal.SIGINT)
+        assert child.wait(120) == 130, child.tail()
     assert pids_under(root) == [] and not os.path.exists(root)
     assert not (rundir / "nodes").exists()
 

@@ -179,3 +179,21 @@ def test_without_torchscript_the_epoch_runs_eagerly_with_the_same_results(monkey
         losses, _, weights = _train(LaneTrainer, "wide", 2, lanes=lane_pool)
     assert all(torch.equal(a, b) for a, b in zip(losses, ref_losses, strict=True))
     assert all(torch.equal(a, b) for a, b in zip(weights, ref_weights, strict=True))
+
+
+def test_a_chunk_is_sized_by_its_bytes_and_no_epochs_is_an_error():
+    xt, prop, w, pos, target, _ = _setting("sparse", 6)
+    model = pg.Surrogate(xt.shape[1], torch.Generator().manual_seed(6), "cpu")
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=True)
+    with Lanes(2) as pool:
+        trainer = LaneTrainer(model.weights, xt, prop.fixed(w), pos, target, opt, lanes=pool)
+        assert trainer.chunk_size() == trainer.chunk == 64  # a small graph: the cap
+        trainer.chunk_bytes = 10 * 64 * len(pos)  # ten epochs' negatives and index
+        assert trainer.chunk_size() == 10
+        trainer.chunk_bytes = 0
+        assert trainer.chunk_size() == 1
+        for bad in (0, -1):
+            with pytest.raises(ValueError, match="at least one epoch"):
+                trainer.train(lambda: pos, bad)
+            with pytest.raises(ValueError, match="at least one epoch"):
+                SurrogateTrainer.train(trainer, lambda: pos, bad)
