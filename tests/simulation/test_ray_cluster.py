@@ -367,6 +367,20 @@ def wait_for_dashboard(head: Head, timeout: float = 120.0) -> None:
         time.sleep(1)
 
 
+def _tasks_named(head: Head, name: str) -> int:
+    """How many tasks called ``name`` the cluster has run (Ray's state API, through the head's
+    dashboard)."""
+    from ray.util.state import list_tasks
+
+    tasks = list_tasks(
+        address=head.dashboard,
+        filters=[("name", "=", name)],
+        limit=1000,
+        raise_on_missing_output=False,
+    )
+    return len(tasks)
+
+
 def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_path: Path):
     """docs/ray.md's sweep on the cluster (``--ray-address``) gives the process pool's numbers;
     interrupted, it is resumed by Ray's own way to run a program on a cluster, ``ray job
@@ -384,7 +398,10 @@ def test_sweep_on_the_cluster_is_resumable_and_matches_the_pool(head: Head, tmp_
     rows = _rows(store)
     assert len(rows) == SWEEP_ROWS and {r["status"] for r in rows.values()} == {"done"}
     assert {r["pid"] for r in rows.values()} == {proc.pid}  # recorded by the driver
-    assert sum("ray::unit_results" in p for p in watch.processes) >= 1, watch.processes
+    # the units ran as Ray tasks: seen while one ran, or (a short task the sampling missed, as
+    # on a fast or a loaded machine) in the cluster's own record of its tasks
+    seen = sum("ray::unit_results" in p for p in watch.processes)
+    assert seen >= 1 or _tasks_named(head, "unit_results") >= 1, watch.processes
     assert watch.off_loopback() == [], watch.off_loopback()
 
     # The same sweep through the process pool gives the same numbers.
