@@ -209,7 +209,10 @@ def run_with_flwr(config: RunConfig, stage: Stage | None = None) -> dict[str, An
         tail = _stream(cmd, child_env(root, address), root, say)
         result = root / "result.json"
         if not result.is_file() or not result.stat().st_size:
-            raise ConfigError(f"flwr run produced no result: {_last_error(tail)}")
+            kept = _keep_output(tail, config.run_dir)
+            raise ConfigError(
+                f"flwr run produced no result: {_last_error(tail)} (the end of its output: {kept})"
+            )
         record = json.loads(result.read_text())
     record.pop("flwr_run_id", None)
     return record
@@ -246,6 +249,22 @@ def _stream(cmd: list[str], env: dict[str, str], root: Path, say: Stage) -> dequ
                 proc.terminate()
             proc.wait()
     return tail
+
+
+def _keep_output(tail: deque[str], run_dir: str = "") -> str:
+    """The last lines of a failed ``flwr run``'s output in a file that outlives the run (the
+    run dir's ``flwr-run.log``, else a temp file); returns its path. The one-line error names
+    the last exception; Flower's own lines before it say where it came from."""
+    text = "\n".join(tail) + "\n"
+    if run_dir:
+        path = Path(run_dir) / "flwr-run.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path)
+    fd, name = tempfile.mkstemp(prefix="ldpgraph-flwr-run-", suffix=".log")
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    return name
 
 
 def _last_error(tail: deque[str]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -249,11 +250,25 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
         root = marker.read_text() if marker.is_file() else ""
         return bool(root) and any("raylet" in _cmd(p) for p in pids_under(root))
 
-    with Spawned([sys.executable, "-c", script], tmp_path / "out.log") as child:
-        child.wait_for(ray_is_up, "the simulation's Ray")
-        root = marker.read_text()
-        child.proc.send_signal(signal.SIGINT)
-        assert child.wait(120) == 130, child.tail()
+    failed = ""
+    for attempt in range(2):
+        with Spawned([sys.executable, "-c", script], tmp_path / f"out{attempt}.log") as child:
+            try:
+                child.wait_for(ray_is_up, "the simulation's Ray")
+            except pytest.fail.Exception:
+                # The simulation can end in an error before the signal is sent (seen in CI:
+                # Flower's "An error was encountered"): not this test's subject, so once more,
+                # with that run's output (flwr run's own lines in r/flwr-run.log) kept below.
+                log = rundir / "flwr-run.log"
+                failed = child.tail() + (log.read_text()[-3000:] if log.is_file() else "")
+                if attempt or "flwr run produced no result" not in child.tail():
+                    raise AssertionError(failed) from None
+                shutil.rmtree(rundir, ignore_errors=True)
+                continue
+            root = marker.read_text()
+            child.proc.send_signal(signal.SIGINT)
+            assert child.wait(120) == 130, child.tail() + failed
+            break
     assert pids_under(root) == [] and not os.path.exists(root)
     assert not (rundir / "nodes").exists()
 
@@ -265,3 +280,18 @@ def _cmd(pid: int) -> str:
         return " ".join(psutil.Process(pid).cmdline())
     except psutil.Error:
         return ""
+
+
+def test_a_failed_flwr_run_keeps_the_end_of_its_output(tmp_path):
+    """The one-line error names a file with the last lines of Flower's output (the run dir's
+    ``flwr-run.log``, else a temp file), so a failure far from the terminal can be read."""
+    tail = deque(["INFO : starting", "Traceback (most recent call last):", "RuntimeError: boom"])
+    kept = flwr_run._keep_output(tail, str(tmp_path / "r"))
+    assert kept == str(tmp_path / "r" / "flwr-run.log")
+    assert Path(kept).read_text().splitlines() == list(tail)
+    other = Path(flwr_run._keep_output(tail))
+    try:
+        assert other.name.startswith("ldpgraph-flwr-run-") and "boom" in other.read_text()
+    finally:
+        other.unlink()
+    assert flwr_run._last_error(tail) == "RuntimeError: boom"
