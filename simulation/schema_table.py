@@ -7,7 +7,7 @@ import math  # noqa: F401  (an infinite default, when one is declared)
 from ldpgraph.protocols.params import Param as P
 
 #: schema_static.source_hash() of the sources this table was generated from
-SOURCE_HASH = 'e88794c2675966a08ddbda5a0cbfb90ab6684d31250c087f786dea0df020f9e2'
+SOURCE_HASH = '8293bf0900d241316503ee14cb14d4e8fc5ca46ef4c0a9d9677d893b47bd9c78'
 _D = [
     P('epsilon', float, 8.0, 'total privacy budget ε per node (the sum of its parts: adjacency bits, features, degree)', low=0.0, high=100.0, low_open=True),
     P('degree_share', float, 0.1, "Blink's δ: share of the graph budget spent on the noisy degree (1: the degree prior alone, no adjacency report)", low=0.0, high=1.0, low_open=True),

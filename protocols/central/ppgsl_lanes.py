@@ -31,10 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from .ppgsl_sparse import SparseFeatures
-from .ppgsl_surrogate import CLAMP, SurrogateTrainer, _no_tick, check_epochs
+from .ppgsl_surrogate import SurrogateTrainer, _no_tick, check_epochs
 
 
 def default_lanes(device: Any) -> int:
@@ -381,15 +380,6 @@ class LaneTrainer(SurrogateTrainer):
             p = self._script()(neg, index, self.grads, step, state)
             loss = self._loss(p) if with_loss else None
         return loss, self.grads
-
-    def _loss(self, p: torch.Tensor) -> torch.Tensor:
-        """The two mean binary cross-entropies from the pair probabilities ``p``."""
-        k = self.k
-        with torch.no_grad():
-            pc = p.clamp(CLAMP, 1 - CLAMP)
-            return F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
-                pc[k:], torch.zeros_like(pc[k:])
-            )
 
     def chunk_size(self) -> int:
         """Epochs per scripted call: :attr:`chunk`, fewer where an epoch's negatives and index

@@ -8,8 +8,8 @@ one lane (``docs/benchmarks.md``, round 4). Here the same pieces, the same kerne
 order on the same row ranges, are a scripted module: Python calls it once an epoch (from round
 6, :meth:`EpochPieces.epochs`: once for a chunk of epochs), the call releases the GIL until it
 returns, and lane 1's half of each piece runs as a ``torch.jit.fork`` task on torch's inter-op
-thread, joined by ``torch.jit.wait``. The results
-are the one-core epoch's bit for bit, as before (the tests compare with ``torch.equal``).
+thread, joined by ``torch.jit.wait``. The results are the one-core epoch's bit for bit, as
+before (the tests compare with ``torch.equal``).
 
 torch is imported at the top (the strategy imports this module inside functions only).
 """

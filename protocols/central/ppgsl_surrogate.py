@@ -100,12 +100,7 @@ class SurrogateTrainer:
             v = torch.cat([self.pos[:, 1], neg[:, 1]])
             zu, zv = zn.index_select(0, u), zn.index_select(0, v)
             p = torch.sigmoid(torch.linalg.vecdot(zu, zv))
-            loss = None
-            if with_loss:
-                pc = p.clamp(CLAMP, 1 - CLAMP)
-                loss = F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
-                    pc[k:], torch.zeros_like(pc[k:])
-                )
+            loss = self._loss(p) if with_loss else None
             # ∂L/∂s: (p − t)/k per pair where the clamp passes, 0 where it cut (with τ = 1,
             # cos ∈ [−1, 1] keeps p inside [0.27, 0.73]: the clamp never cuts, kept for fidelity)
             gs = p.clone()
@@ -139,6 +134,16 @@ class SurrogateTrainer:
         if meanwhile is not None:
             meanwhile()
         return loss
+
+    def _loss(self, p: torch.Tensor) -> torch.Tensor:
+        """The two mean binary cross-entropies from the pair probabilities ``p`` (positives
+        first, then the negatives)."""
+        k = self.k
+        with torch.no_grad():
+            pc = p.clamp(CLAMP, 1 - CLAMP)
+            return F.binary_cross_entropy(pc[:k], self.target) + F.binary_cross_entropy(
+                pc[k:], torch.zeros_like(pc[k:])
+            )
 
     def train(
         self, draw: Callable[[], torch.Tensor], epochs: int, tick: Callable[[int], None] = _no_tick
