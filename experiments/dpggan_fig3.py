@@ -97,7 +97,7 @@ def table(summary: list[dict]) -> str:
             "| generated adjacency | CN in the generated graph | CN on the original 80 % "
             "| degree product on the original | node2vec + MLP on the generated, last "
             "(best) epoch | node2vec + MLP on the original 80 %, last (best) epoch "
-            "| train (s, under load) |")  # fmt: skip
+            "| train (s, mean over the seeds) |")  # fmt: skip
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for c in summary:
         if c["training"] == "nodp":
