@@ -260,7 +260,8 @@ def test_ctrl_c_stops_the_superlink_and_everything_it_started(tmp_path):
                 # Flower's "An error was encountered"): not this test's subject, so once more,
                 # with that run's output (flwr run's own lines in r/flwr-run.log) kept below.
                 log = rundir / "flwr-run.log"
-                failed = child.tail() + (log.read_text()[-3000:] if log.is_file() else "")
+                failed += f"--- attempt {attempt + 1} ---\n" + child.tail()
+                failed += log.read_text()[-3000:] if log.is_file() else ""
                 if attempt or "flwr run produced no result" not in child.tail():
                     raise AssertionError(failed) from None
                 shutil.rmtree(rundir, ignore_errors=True)
